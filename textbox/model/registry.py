@@ -1,0 +1,48 @@
+"""Model registry: name -> builder, resolved lazily so that config validation imports nothing heavy.
+
+A builder is ``build(config, train_split) -> (model, tokenizer)``; ``train_split`` is the raw
+training Split (needed by models that train their own tokenizer) or None when only testing.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from textbox.config.loader import suggest
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    builder: str  # "module.path:function", imported on first use
+    needs_model_path: bool
+    description: str
+
+
+MODELS: dict[str, ModelEntry] = {}
+
+
+def register(name: str, builder: str, needs_model_path: bool, description: str) -> None:
+    """Add a model; a duplicate name is a programming error."""
+    key = name.lower()
+    if key in MODELS:
+        raise ValueError(f"model {key!r} is registered twice")
+    MODELS[key] = ModelEntry(key, builder, needs_model_path, description)
+
+
+def get_builder(name: str) -> Callable[..., Any]:
+    key = name.lower()
+    if key not in MODELS:
+        raise KeyError(f"unknown model {name!r}{suggest(key, MODELS)}; available: {', '.join(sorted(MODELS))}")
+    module_name, function_name = MODELS[key].builder.split(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+register("transformer", "textbox.model.transformer:build", False,
+         "BART-architecture Transformer trained from scratch, with a byte-level BPE tokenizer trained on train.src/tgt")
+for _name in ("bart", "t5", "mbart", "pegasus", "marian", "led", "blenderbot", "prophetnet", "seq2seq"):
+    register(_name, "textbox.model.hf_seq2seq:build", True,
+             "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path")
+register("bert2bert", "textbox.model.bert2bert:build", True,
+         "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)")

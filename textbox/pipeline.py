@@ -1,0 +1,145 @@
+"""One run, top to bottom: accelerator -> run directory -> data -> model -> train -> test -> results.json.
+
+run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothing patches the trainer.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from textbox.config import Config, TextBoxUserError
+from textbox.utils.atomic import write_text_atomic
+
+
+def export_gpu_id(config: Config) -> None:
+    """gpu_id must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the Accelerator)."""
+    if config.gpu_id is None:
+        return
+    ids = config.gpu_id if isinstance(config.gpu_id, (list, tuple)) else [config.gpu_id]
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i).strip() for i in ids)
+
+
+def resolve_mixed_precision(config: Config) -> str:
+    """The launcher's --mixed_precision and the config must not silently disagree."""
+    launcher = os.environ.get("ACCELERATE_MIXED_PRECISION")
+    if launcher is None or launcher == config.mixed_precision:
+        return config.mixed_precision
+    if config.source_of("mixed_precision") == "default":
+        return launcher
+    raise TextBoxUserError(f"--mixed_precision={config.mixed_precision} disagrees with the launcher's "
+                           f"--mixed_precision={launcher}; make them equal (or set only one of them)")
+
+
+def build_accelerator(config: Config) -> Any:
+    import torch
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    precision = resolve_mixed_precision(config)
+    cuda = torch.cuda.is_available()
+    if precision == "fp16" and not cuda:
+        raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
+    return Accelerator(
+        cpu=not cuda,  # on a CPU machine this is what makes `accelerate launch --multi_gpu` really distributed
+        mixed_precision=precision,
+        gradient_accumulation_steps=config.accumulation_steps,
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+
+
+def prepare_run_dir(config: Config, accelerator: Any) -> Path:
+    """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename."""
+    from accelerate.utils import broadcast_object_list
+
+    name = config.filename or f"{config.model}-{config.dataset}-{time.strftime('%Y-%b-%d_%H-%M-%S')}"
+    name = broadcast_object_list([name])[0]
+    run_dir = Path(config.saved_dir) / name
+    problem = None
+    if accelerator.is_main_process:
+        if run_dir.exists() and any(run_dir.iterdir()):
+            problem = (f"run directory {run_dir} already holds a run; choose another --filename "
+                       f"(or leave it unset for a timestamped name)")
+        else:
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                problem = f"--saved_dir={config.saved_dir}: cannot create {run_dir}: {error.strerror}"
+    problem = broadcast_object_list([problem])[0]
+    if problem:
+        raise TextBoxUserError(problem)
+    accelerator.wait_for_everyone()
+    return run_dir
+
+
+def run(config: Config) -> dict[str, Any]:
+    """Train, validate and test as the config says; return (and write) the results."""
+    export_gpu_id(config)
+    accelerator = build_accelerator(config)
+    run_dir = prepare_run_dir(config, accelerator)
+    from textbox.utils.logging import setup_logging
+
+    logger = setup_logging(run_dir, accelerator.is_main_process)
+    started = time.perf_counter()
+    if accelerator.is_main_process:
+        write_text_atomic(run_dir / "config.yaml", config.to_yaml())
+    logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}")
+    results = _train_and_test(config, accelerator, run_dir, logger)
+    results["run_dir"] = str(run_dir)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    if accelerator.is_main_process:
+        write_text_atomic(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
+        _log_summary(logger, results)
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+    return results
+
+
+def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> dict[str, Any]:
+    from accelerate.utils import set_seed
+
+    from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
+    from textbox.model.loading import count_parameters
+    from textbox.model.registry import get_builder
+    from textbox.trainer.loop import EvalSet, Trainer
+
+    set_seed(config.seed)
+    wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
+                                        ("test", config.do_test)) if needed]
+    with accelerator.main_process_first():  # builds, tokenizer training and caches happen once, on rank 0
+        splits = read_splits(config, wanted)
+        for name, split in splits.items():
+            logger.info(f"{name}: {len(split)} examples")
+        model, tokenizer = get_builder(config.model)(config, splits.get("train"))
+        tokenized = tokenize_splits(config, splits, tokenizer, logger.info)
+    trainable, total = count_parameters(model)
+    logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
+
+    trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir, logger)
+    results: dict[str, Any] = {}
+    if config.do_train:
+        valid = EvalSet(tokenized["valid"], splits["valid"]) if "valid" in splits else None
+        state = trainer.fit(tokenized["train"], valid)
+        results["valid"] = state.best_valid
+        results["best_step"] = state.best_step
+        results["steps"] = state.step
+    if config.do_test:
+        scores, texts = trainer.test(EvalSet(tokenized["test"], splits["test"]))
+        results["test"] = scores
+        if accelerator.is_main_process:
+            write_text_atomic(run_dir / "generation.txt", "".join(text + "\n" for text in texts))
+    if getattr(trainer, "metric_details", None):
+        results["metric_details"] = trainer.metric_details
+    return results
+
+
+def _log_summary(logger: Any, results: dict[str, Any]) -> None:
+    rows = [(split, name, value) for split in ("valid", "test") for name, value in results.get(split, {}).items()]
+    if not rows:
+        return
+    lines = ["", f"{'split':<6} {'figure':<14} {'value':>10}"]
+    lines += [f"{split:<6} {name:<14} {value:>10.4f}" for split, name, value in rows]
+    logger.info("\n".join(lines) + f"\nfinished in {results['seconds']} s; outputs in {results['run_dir']}")

@@ -1,0 +1,67 @@
+"""Optimisers and learning-rate schedules, by their TextBox names."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from textbox.config import Config, TextBoxUserError
+from textbox.config.loader import suggest
+
+_ALIASES = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "adafactor": "Adafactor", "adagrad": "Adagrad",
+            "rmsprop": "RMSprop"}
+_NO_DECAY_PARTS = ("bias", "norm", "layernorm", "layer_norm", "ln_")
+
+
+def torch_optimizer_names() -> dict[str, str]:
+    """Lower-case name -> torch.optim class name, for every optimiser torch ships."""
+    names = {name.lower(): name for name in dir(torch.optim)
+             if isinstance(getattr(torch.optim, name), type)
+             and issubclass(getattr(torch.optim, name), torch.optim.Optimizer) and name != "Optimizer"}
+    return {**names, **_ALIASES}
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Split parameters so weight decay never touches biases and normalisation weights."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        lowered = name.lower()
+        if param.ndim < 2 or any(part in lowered for part in _NO_DECAY_PARTS):
+            no_decay.append(param)
+        else:
+            decay.append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def build_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimizer:
+    names = torch_optimizer_names()
+    key = config.optimizer.lower()
+    if key not in names:
+        raise TextBoxUserError(f"--optimizer: unknown optimizer {config.optimizer!r}{suggest(key, names)}; "
+                               f"available: {', '.join(sorted(names))}")
+    optimizer_class = getattr(torch.optim, names[key])
+    kwargs = {"lr": config.learning_rate, **config.optimizer_kwargs}
+    try:
+        return optimizer_class(parameter_groups(model, config.weight_decay), **kwargs)
+    except TypeError as error:
+        raise TextBoxUserError(f"--optimizer_kwargs={config.optimizer_kwargs!r} do not fit "
+                               f"torch.optim.{names[key]}: {error}") from error
+
+
+def warmup_steps(config: Config, total_steps: int) -> int:
+    return config.warmup_steps or math.ceil(config.warmup_ratio * total_steps)
+
+
+_TRANSFORMERS_SCHEDULES = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine",
+                           "inverse_sqrt": "inverse_sqrt"}
+
+
+def build_scheduler(config: Config, optimizer: torch.optim.Optimizer,
+                    total_steps: int) -> torch.optim.lr_scheduler.LRScheduler:
+    """transformers' schedule of that name, with warm-up from warmup_steps or warmup_ratio."""
+    from transformers import get_scheduler
+
+    return get_scheduler(_TRANSFORMERS_SCHEDULES[config.scheduler], optimizer,
+                         num_warmup_steps=warmup_steps(config, total_steps), num_training_steps=total_steps)

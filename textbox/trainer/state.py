@@ -1,0 +1,34 @@
+"""TrainState: the progress of a run, kept apart from the (frozen) Config and saved with every checkpoint."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class TrainState:
+    """Everything about where training stands that a resumed run needs to continue exactly."""
+
+    step: int = 0  # optimiser steps taken
+    epoch: int = 0  # epochs completed
+    batches_in_epoch: int = 0  # batches of the current epoch already consumed (for mid-epoch resume)
+    validations: int = 0
+    best_score: float | None = None
+    best_step: int | None = None
+    best_valid: dict[str, float] = field(default_factory=dict)
+    stale_validations: int = 0  # validations since the last improvement (early stopping)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "TrainState":
+        data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(**data)
+
+
+def selection_score(figures: dict[str, float], names: list[str]) -> float:
+    """Sum of the chosen validation figures, higher is better: loss-like figures count negatively."""
+    return sum(-figures[name] if name in ("loss", "perplexity") else figures[name] for name in names)
