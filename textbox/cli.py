@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Mapping
 
-from textbox.config import TextBoxUserError, load_config
+from textbox.config import TextBoxError, load_config
 
 USAGE = """usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
@@ -18,7 +18,7 @@ def wants_help(argv: list[str]) -> bool:
     return any(arg in ("-h", "--help") for arg in argv)
 
 
-def report_user_error(error: TextBoxUserError) -> int:
+def report_user_error(error: TextBoxError) -> int:
     print(f"error: {error}", file=sys.stderr)
     return error.exit_code
 
@@ -36,6 +36,6 @@ def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
         if runner is None:
             from textbox.pipeline import run as runner
         runner(config)
-    except TextBoxUserError as error:
+    except TextBoxError as error:
         return report_user_error(error)
     return 0

@@ -4,6 +4,7 @@ run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothi
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -42,9 +43,15 @@ def build_accelerator(config: Config) -> Any:
     cuda = torch.cuda.is_available()
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
+    tracker = None if config.tracker == "none" else config.tracker
+    if tracker and importlib.util.find_spec(tracker) is None:
+        raise TextBoxUserError(f"--tracker={tracker} needs the {tracker} package: pip install {tracker} "
+                               f"(or --tracker=tensorboard / none)")
     return Accelerator(
         cpu=not cuda,  # on a CPU machine this is what makes `accelerate launch --multi_gpu` really distributed
         mixed_precision=precision,
+        log_with=tracker,
+        project_dir=config.saved_dir,  # moved to the run directory once its name is agreed on (run())
         gradient_accumulation_steps=config.accumulation_steps,
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
@@ -60,7 +67,10 @@ def prepare_run_dir(config: Config, accelerator: Any) -> Path:
     run_dir = Path(config.saved_dir) / name
     problem = None
     if accelerator.is_main_process:
-        if run_dir.exists() and any(run_dir.iterdir()):
+        if config.resume:
+            if not run_dir.is_dir():
+                problem = f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
+        elif run_dir.exists() and any(run_dir.iterdir()):
             problem = (f"run directory {run_dir} already holds a run; choose another --filename "
                        f"(or leave it unset for a timestamped name)")
         else:
@@ -83,10 +93,14 @@ def run(config: Config) -> dict[str, Any]:
     from textbox.utils.logging import setup_logging
 
     logger = setup_logging(run_dir, accelerator.is_main_process)
+    _quiet_libraries()
     started = time.perf_counter()
     if accelerator.is_main_process:
         write_text_atomic(run_dir / "config.yaml", config.to_yaml())
     logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}")
+    if config.tracker != "none":
+        accelerator.project_configuration.set_directories(str(run_dir))
+        accelerator.init_trackers("textbox", config=_tracker_hparams(config))
     results = _train_and_test(config, accelerator, run_dir, logger)
     results["run_dir"] = str(run_dir)
     results["seconds"] = round(time.perf_counter() - started, 1)
@@ -134,6 +148,24 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     if getattr(trainer, "metric_details", None):
         results["metric_details"] = trainer.metric_details
     return results
+
+
+def _quiet_libraries() -> None:
+    """Our own progress bars and log lines say what happens; the libraries' per-file bars only add noise."""
+    import logging
+
+    import datasets
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    # accelerate warns on every save that tied embeddings are stored once; loading re-ties them.
+    logging.getLogger("accelerate.utils.other").setLevel(logging.ERROR)
+
+
+def _tracker_hparams(config: Config) -> dict[str, Any]:
+    """Trackers accept scalars only: lists, dicts and None become strings."""
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
 
 
 def _log_summary(logger: Any, results: dict[str, Any]) -> None:

@@ -4,10 +4,24 @@ from __future__ import annotations
 USAGE_EXIT_CODE = 2
 
 
-class TextBoxUserError(Exception):
+class TextBoxError(Exception):
+    """A run that cannot go on for a reason the message fully explains: printed without a traceback."""
+
+    exit_code = 1
+
+
+class TextBoxUserError(TextBoxError):
     """A problem with the user's input (config, data files, paths). Printed without a traceback."""
 
     exit_code = USAGE_EXIT_CODE
+
+
+class RunInterrupted(TextBoxError):
+    """SIGINT/SIGTERM: checkpoint_last was saved; exit with the conventional 128 + signal number."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class ConfigError(TextBoxUserError):

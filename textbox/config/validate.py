@@ -39,6 +39,11 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     if not isinstance(quick, bool) and quick < 1:
         problems.append(f"{where('quick_test')} must be True/False or a number of lines >= 1, got {quick}")
 
+    if values["resume"] and not values["filename"]:
+        problems.append(f"{where('resume')} needs --filename=<the run directory's name> (and its --saved_dir)")
+    if values["resume"] and not values["do_train"]:
+        problems.append(f"{where('resume')} continues training; it needs --do_train=True")
+
     problems.extend(_check_model(values, where))
     problems.extend(_check_dataset(values, where))
     problems.extend(_check_metrics(values, where))
@@ -80,7 +85,7 @@ def _check_dataset(values: Mapping[str, Any], where) -> list[str]:
 
 
 def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
-    from textbox.evaluator.metrics.registry import known_metrics, metric_outputs
+    from textbox.evaluator.metrics.registry import known_metrics, metric_outputs, option_problems
 
     problems = []
     outputs: set[str] = {"loss"}
@@ -97,4 +102,5 @@ def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
             problems.append(f"{where('metrics_for_best_model')}: {name!r} is not produced by metrics="
                             f"{list(values['metrics'])}{suggest(name.lower(), outputs)}; "
                             f"choose from {', '.join(sorted(outputs))}")
+    problems.extend(option_problems(values["metrics"], values, where))
     return problems

@@ -1,11 +1,10 @@
 """The training loop: accelerate-prepared model and data, accumulation, validation, early stopping,
-checkpoint_best. Progress lives in a TrainState; the Config is never mutated."""
+checkpoints and exact resume. Progress lives in a TrainState; the Config is never mutated."""
 from __future__ import annotations
 
 import json
 import logging
 import math
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +16,15 @@ from accelerate.utils import broadcast_object_list
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from textbox.config import Config
+from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
 from textbox.evaluator.generate import generate_texts, generation_settings
+from textbox.trainer import checkpoint
 from textbox.trainer.loss import forward_token_losses
 from textbox.trainer.optim import build_optimizer, build_scheduler
+from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, selection_score
-from textbox.utils.atomic import atomic_directory, write_text_atomic
+from textbox.utils.atomic import restore_interrupted, write_text_atomic
 
 LOSS_LIKE = ("loss", "perplexity")
 
@@ -49,8 +50,9 @@ class Trainer:
         self.run_dir = Path(run_dir)
         self.logger = logger
         self.state = TrainState()
-        self.best_dir = self.run_dir / "checkpoint_best"
+        self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
+        self.metric_details: dict[str, Any] = {}
 
     # --- data ---------------------------------------------------------------------------------
     def eval_loader(self, data: Any) -> DataLoader:
@@ -59,9 +61,11 @@ class Trainer:
         return self.accelerator.prepare(loader)
 
     def _train_loader(self, data: Any) -> DataLoader:
+        # Its own generator: creating an epoch iterator must not draw from the global RNG (dropout),
+        # or a resumed run would diverge from an uninterrupted one.
         generator = torch.Generator().manual_seed(self.config.seed)
         loader = DataLoader(data, batch_size=self.config.train_batch_size, shuffle=True, generator=generator,
-                            collate_fn=self.collator, num_workers=self.config.num_workers, drop_last=False)
+                            collate_fn=self.collator, num_workers=self.config.num_workers)
         return self.accelerator.prepare(loader)
 
     # --- training -----------------------------------------------------------------------------
@@ -74,42 +78,77 @@ class Trainer:
         optimizer = build_optimizer(config, self.model)
         self.model, optimizer = accelerator.prepare(self.model, optimizer)
         scheduler = build_scheduler(config, optimizer, total_steps)
+        accelerator.register_for_checkpointing(scheduler)
+        self._resume_if_asked()
         valid_loader = self.eval_loader(valid.data) if valid is not None else None
         self.logger.info(f"training: {len(train_data)} examples, {epochs} epoch(s), {steps_per_epoch} optimiser "
-                         f"steps per epoch, {total_steps} steps in all, {accelerator.num_processes} process(es)")
+                         f"steps per epoch, {total_steps} steps in all, {accelerator.num_processes} process(es)"
+                         + (f"; resuming at step {self.state.step}" if self.state.step else ""))
 
         window = _ThroughputWindow(accelerator.num_processes)
-        progress = tqdm(total=total_steps, desc="train", disable=not accelerator.is_local_main_process)
-        stop = False
+        progress = tqdm(total=total_steps, initial=self.state.step, desc="train",
+                        disable=not accelerator.is_local_main_process)
+        stop = self.state.step >= total_steps
         self.model.train()
-        for epoch in range(self.state.epoch, epochs):
-            train_loader.set_epoch(epoch)
-            for batch in train_loader:
-                loss = self._train_batch(batch, optimizer)
-                window.add(batch, loss)
-                if not accelerator.sync_gradients:
-                    continue
-                scheduler.step()
-                self.state.step += 1
-                window.steps += 1
-                progress.update(1)
-                if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
-                    self._log_train(window, scheduler, total_steps, epoch)
-                if config.valid_strategy == "step" and self.state.step % config.valid_steps == 0:
-                    stop = self._validate(valid_loader, valid)
-                if stop or self.state.step >= total_steps:
-                    stop = True
+        with stop_on_signals() as stop_request:
+            for epoch in range(self.state.epoch, epochs):
+                if stop:
                     break
-            self.state.epoch = epoch + 1
-            if not stop and config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
-                stop = self._validate(valid_loader, valid)
-            if stop:
-                break
+                train_loader.set_epoch(epoch)
+                batches = train_loader
+                if self.state.batches_in_epoch:
+                    batches = accelerator.skip_first_batches(train_loader, self.state.batches_in_epoch)
+                for batch in batches:
+                    loss = self._train_batch(batch, optimizer)
+                    self.state.batches_in_epoch += 1
+                    window.add(batch, loss)
+                    if not accelerator.sync_gradients:
+                        continue
+                    scheduler.step()
+                    self.state.step += 1
+                    window.steps += 1
+                    progress.update(1)
+                    if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
+                        self._log_train(window, scheduler, total_steps, epoch)
+                    if config.valid_strategy == "step" and self.state.step % config.valid_steps == 0:
+                        stop = self._validate(valid_loader, valid)
+                    self._stop_if_signalled(stop_request)
+                    if stop or self.state.step >= total_steps:
+                        stop = True
+                        break
+                else:
+                    self.state.epoch, self.state.batches_in_epoch = epoch + 1, 0
+                    if config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
+                        stop = self._validate(valid_loader, valid)
+                    self._stop_if_signalled(stop_request)
         progress.close()
         if valid is None or not self.best_dir.exists():
-            self._save_model(self.best_dir)  # without validation the final model is the one to test
-        accelerator.wait_for_everyone()
+            checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
+        checkpoint.save_resume_state(accelerator, self.run_dir, self.state)  # the final state, for the record
         return self.state
+
+    def _resume_if_asked(self) -> None:
+        if not self.config.resume:
+            return
+        found = checkpoint.find_resume_dir(self.run_dir)
+        if found is None:
+            raise TextBoxError(f"--resume=True but {self.run_dir} has no {checkpoint.LAST}/ to resume from; "
+                               f"drop --resume to start afresh")
+        self.state = checkpoint.load_resume_state(self.accelerator, found)
+        self.logger.info(f"resumed from {found}: step {self.state.step}, epoch {self.state.epoch + 1}, "
+                         f"{self.state.batches_in_epoch} batch(es) into the epoch")
+
+    def _stop_if_signalled(self, request: StopRequest) -> None:
+        """Every process must agree: one that was signalled makes all of them save and stop."""
+        flag = torch.tensor([1 if request.requested else 0], device=self.accelerator.device)
+        if self.accelerator.num_processes > 1:
+            flag = self.accelerator.reduce(flag, reduction="sum")
+        if flag.item() == 0:
+            return
+        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        raise RunInterrupted(f"interrupted at step {self.state.step}; saved {self.run_dir / checkpoint.LAST}; "
+                             f"continue with --resume=True --saved_dir={self.config.saved_dir} "
+                             f"--filename={self.run_dir.name}", request.exit_code or 130)
 
     def _train_batch(self, batch: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer) -> float:
         with self.accelerator.accumulate(self.model):
@@ -117,8 +156,13 @@ class Trainer:
                                                 self.config.label_smoothing)
             loss = sums.sum() / counts.sum().clamp(min=1)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss is {loss.item()} at optimiser step {self.state.step + 1}; "
-                                         f"the last good model is in {self.best_dir}")
+                if not self.config.skip_nan_batches:
+                    raise TextBoxError(f"loss is {loss.item()} at optimiser step {self.state.step + 1}; the last "
+                                       f"good model is in {self.best_dir} (--skip_nan_batches=True skips such "
+                                       f"batches; a lower --learning_rate or --grad_clip often helps)")
+                self.logger.warning(f"skipping a batch with loss {loss.item()} at step {self.state.step + 1}")
+                # A zero loss over every parameter: no update from this batch, but DDP still all-reduces.
+                loss = sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
             self.accelerator.backward(loss)
             if self.accelerator.sync_gradients and self.config.grad_clip is not None:
                 self.accelerator.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
@@ -132,17 +176,19 @@ class Trainer:
         self.logger.info(f"step {self.state.step}/{total_steps} epoch {epoch + 1} loss {figures['loss']:.4f} "
                          f"lr {scheduler.get_last_lr()[0]:.2e} {figures['examples_per_s']:.1f} examples/s "
                          f"{figures['tokens_per_s']:.0f} target tokens/s ETA {_duration(remaining)}")
-        self._record({"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures})
+        self._record({"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures},
+                     prefix="train")
 
-    def _record(self, row: dict[str, Any]) -> None:
-        """Append one line to metrics.jsonl (main process only): a machine-readable log of the run."""
+    def _record(self, row: dict[str, Any], prefix: str) -> None:
+        """metrics.jsonl (always) and the configured tracker get every logged figure."""
+        self.accelerator.log({f"{prefix}/{k}": v for k, v in row.items() if k != "step"}, step=self.state.step)
         if self.accelerator.is_main_process:
             with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
+                handle.write(json.dumps({"split": prefix, **row}) + "\n")
 
     # --- validation ---------------------------------------------------------------------------
     def _validate(self, loader: DataLoader | None, valid: EvalSet | None) -> bool:
-        """Validate, keep the best checkpoint, and return True when early stopping says stop."""
+        """Validate, keep the best checkpoint, save checkpoint_last; True when early stopping says stop."""
         if loader is None or valid is None:
             return False
         self.state.validations += 1
@@ -153,18 +199,21 @@ class Trainer:
         shown = " ".join(f"{k} {v:.4f}" for k, v in figures.items())
         self.logger.info(f"validation {self.state.validations} at step {self.state.step}: {shown}"
                          f"{' (best so far)' if improved else ''}")
-        self._record({"step": self.state.step, "valid": figures})
+        self._record({"step": self.state.step, **figures}, prefix="valid")
         if improved:
             self.state.best_score, self.state.best_step, self.state.best_valid = score, self.state.step, figures
             self.state.stale_validations = 0
-            self._save_model(self.best_dir)
+            checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir)
             if texts is not None and self.accelerator.is_main_process:
                 write_text_atomic(self.run_dir / "valid_generation.txt", "".join(t + "\n" for t in texts))
         else:
             self.state.stale_validations += 1
         if self.config.max_save > 0:
-            self._save_model(self.run_dir / f"checkpoint-{self.state.step}")
-            self._prune_step_checkpoints()
+            checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
+                                  self.run_dir / f"checkpoint-{self.state.step}")
+            if self.accelerator.is_main_process:
+                checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
+        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
         self.model.train()
         patience = self.config.stopping_steps
         if patience is not None and self.state.stale_validations >= patience:
@@ -173,7 +222,7 @@ class Trainer:
         return False
 
     def evaluate(self, loader: DataLoader, evalset: EvalSet, name: str) -> tuple[dict[str, float], list[str] | None]:
-        """Loss always; generation and metrics only when a non-loss figure is asked for."""
+        """Loss always; generation and metrics only when a non-loss figure chooses the best model."""
         figures = {"loss": self.eval_loss(loader)}
         wanted = [m.lower() for m in self.config.metrics_for_best_model]
         if all(m in LOSS_LIKE for m in wanted):
@@ -188,14 +237,16 @@ class Trainer:
     def eval_loss(self, loader: DataLoader) -> float:
         """Token-level mean NLL over the whole split, exact across processes (no label smoothing)."""
         unwrapped = self.accelerator.unwrap_model(self.model)
+        was_training = unwrapped.training
         self.model.eval()
         total, tokens = 0.0, 0
         for batch in loader:
             with self.accelerator.autocast():
-                sums, counts = forward_token_losses(self.model, unwrapped, batch)
+                sums, counts = forward_token_losses(unwrapped, unwrapped, batch)
             sums, counts = self.accelerator.gather_for_metrics((sums, counts))
             total += sums.sum().item()
             tokens += counts.sum().item()
+        self.model.train(was_training)
         return total / max(tokens, 1)
 
     def score(self, texts: list[str], split: Split, loss: float | None = None) -> dict[str, float]:
@@ -207,12 +258,12 @@ class Trainer:
             report = compute_metrics(self.config.metrics, texts, split.targets, sources=split.sources,
                                      options=self.config, loss=loss)
             holder = [(report.scores, report.details)]
-        holder = broadcast_object_list(holder)
-        scores, self.metric_details = holder[0]
+        scores, self.metric_details = broadcast_object_list(holder)[0]
         return scores
 
     def test(self, test: EvalSet) -> tuple[dict[str, float], list[str]]:
         """Score the test split with checkpoint_best when training produced one, else the model as built."""
+        restore_interrupted(self.best_dir)
         if self.best_dir.exists():
             model_class = type(self.accelerator.unwrap_model(self.model))
             self.model = model_class.from_pretrained(self.best_dir)
@@ -222,23 +273,6 @@ class Trainer:
         loss = self.eval_loss(loader)
         texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
         return {"loss": loss, **self.score(texts, test.split, loss=loss)}, texts
-
-    # --- checkpoints --------------------------------------------------------------------------
-    def _save_model(self, path: Path) -> None:
-        """save_pretrained model + tokenizer, atomically, from the main process."""
-        self.accelerator.wait_for_everyone()
-        if self.accelerator.is_main_process:
-            with atomic_directory(path) as tmp:
-                self.accelerator.unwrap_model(self.model).save_pretrained(tmp)
-                self.tokenizer.save_pretrained(tmp)
-        self.accelerator.wait_for_everyone()
-
-    def _prune_step_checkpoints(self) -> None:
-        if not self.accelerator.is_main_process:
-            return
-        found = sorted(self.run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-        for old in found[: -self.config.max_save]:
-            shutil.rmtree(old)
 
 
 class _ThroughputWindow:

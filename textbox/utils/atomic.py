@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -13,41 +13,61 @@ from typing import Iterator
 def atomic_directory(final: Path) -> Iterator[Path]:
     """Yield an empty staging directory next to ``final``; when the block succeeds it becomes ``final``.
 
-    An existing ``final`` is replaced (a newer best checkpoint). The staging directory is removed if the
-    block raises. If another process publishes ``final`` at the same moment (several ranks building the
-    same cache), the copy that got there first is kept: both hold the same data.
+    An existing ``final`` (an older best checkpoint) is first renamed aside and deleted only once the new one
+    is in place, so at every instant a complete version exists under ``final`` or ``aside(final)``
+    (restore_interrupted puts it back). If another process publishes the same ``final`` at the same moment
+    (several ranks building one cache), the copy that got there first is kept: both hold the same data.
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    staging = _sibling(final, "partial")
+    staging.mkdir()
     try:
         yield staging
-        if final.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-            os.replace(final, retired)
-            shutil.rmtree(retired)
-        _publish(staging, final)
+        swap_in(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _publish(staging: Path, final: Path) -> None:
+def swap_in(staging: Path, final: Path) -> None:
+    """Replace ``final`` by the complete directory ``staging`` with two renames (see atomic_directory)."""
+    old = aside(final)
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
     try:
         os.rename(staging, final)
     except OSError:
         if not final.is_dir():  # a rank that lost the race keeps the winner's identical copy
             raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def aside(path: Path) -> Path:
+    """Where the previous version of ``path`` waits while the new one is renamed into place."""
+    return Path(path).with_name(f".{Path(path).name}.old")
+
+
+def restore_interrupted(path: Path) -> None:
+    """If a kill landed between the two renames of swap_in, put the previous version back."""
+    path = Path(path)
+    if not path.exists() and aside(path).is_dir():
+        os.replace(aside(path), path)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) in one rename: readers see the old file or the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.parent)
+    staging = _sibling(path, "partial")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        staging.write_text(text, encoding="utf-8")
         os.replace(staging, path)
     except BaseException:
-        os.unlink(staging)
+        staging.unlink(missing_ok=True)
         raise
+
+
+def _sibling(path: Path, tag: str) -> Path:
+    """A hidden, unique name next to ``path`` (created with the usual permissions, unlike tempfile's)."""
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}-{uuid.uuid4().hex[:8]}")

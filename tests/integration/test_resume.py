@@ -1,0 +1,94 @@
+"""Exact resume: a run stopped by SIGTERM at some step and resumed ends bit-identical to an uninterrupted one;
+kill -9 at any moment leaves loadable checkpoints."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+
+pytestmark = pytest.mark.slow
+
+RUN_ARGS = [*TINY_MODEL_ARGS, "--dataset=copy", "--epochs=3", "--logging_steps=1", "--valid_strategy=step",
+            "--valid_steps=10", "--train_batch_size=8", "--accumulation_steps=2", "--scheduler=linear",
+            "--warmup_steps=3"]
+
+
+def _losses(run_dir: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {row["step"]: row["loss"] for row in rows if row["split"] == "train"}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (run_dir / "metrics.jsonl").exists() and max(_losses(run_dir), default=0) >= step:
+            return
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        time.sleep(0.05)
+    raise AssertionError(f"step {step} not reached")
+
+
+def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
+    data = make_copy_dataset(tmp_path / "copy")
+    args = [*RUN_ARGS, f"--data_path={data}"]
+    whole = run_script([*args, "--filename=whole"], cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+
+    process = _start([*args, "--filename=cut"], cwd=tmp_path)
+    cut_dir = tmp_path / "saved" / "cut"
+    _wait_for_step(cut_dir, 4, process)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "continue with --resume=True" in stderr
+    stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
+    assert 4 <= stopped_at < 18  # 96 examples / (8 x 2) = 6 steps per epoch, 18 in all
+
+    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    whole_dir = tmp_path / "saved" / "whole"
+    assert _losses(cut_dir) == _losses(whole_dir)
+    assert sorted(_losses(whole_dir)) == list(range(1, 19))
+    for name in ("checkpoint_last/model.safetensors", "checkpoint_best/model.safetensors"):
+        assert _digest(cut_dir / name) == _digest(whole_dir / name), name
+    assert json.loads((cut_dir / "results.json").read_text())["test"] == \
+        json.loads((whole_dir / "results.json").read_text())["test"]
+
+
+def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
+    from transformers import AutoModelForSeq2SeqLM
+
+    data = make_copy_dataset(tmp_path / "copy")
+    args = [*RUN_ARGS, f"--data_path={data}", "--valid_steps=1", "--filename=killed"]
+    run_dir = tmp_path / "saved" / "killed"
+    for delay in (0.0, 0.13, 0.29, 0.41):  # kills at different points of the save cycle
+        process = _start(args if not (run_dir / "checkpoint_last").exists() else [*args, "--resume=True"],
+                         cwd=tmp_path)
+        _wait_for_step(run_dir, 1, process) if not (run_dir / "checkpoint_last").exists() else time.sleep(8)
+        time.sleep(delay)
+        process.kill()
+        process.wait()
+    resumed = run_script([*args, "--resume=True"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")
+    assert json.loads((run_dir / "checkpoint_last" / "train_state.json").read_text())["step"] == 18

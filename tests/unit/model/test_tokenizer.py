@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer
+
+from textbox.model.tokenizer import train_bpe_tokenizer
+
+
+@pytest.fixture
+def train(corpus):
+    """train(cache_dir, ...) with the shared corpus and the tiny vocabulary unless told otherwise."""
+
+    def run(cache_dir, texts=corpus, vocab_size=300, min_frequency=2, messages=None):
+        log = messages.append if messages is not None else (lambda message: None)
+        return train_bpe_tokenizer(texts, vocab_size=vocab_size, min_frequency=min_frequency, cache_dir=cache_dir,
+                                   log=log)
+
+    return run
+
+
+def test_special_tokens_have_bart_ids_and_wrap_every_encoding(tmp_path, train):
+    tokenizer = train(tmp_path)
+    ids = [tokenizer.convert_tokens_to_ids(token) for token in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")]
+    assert ids == [0, 1, 2, 3, 4]
+    assert (tokenizer.bos_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id) == (0, 1, 2)
+    encoded = tokenizer("a dog reads a red book.").input_ids
+    assert encoded[0] == 0 and encoded[-1] == 2 and len(encoded) > 2
+
+
+def test_vocabulary_is_learned_up_to_the_requested_size(tmp_path, train):
+    tokenizer = train(tmp_path, vocab_size=300)
+    assert 261 < len(tokenizer) <= 300  # 256 bytes + 5 specials, then merges
+    assert len(tokenizer("the teacher watches").input_ids) < len("the teacher watches") + 2
+
+
+def test_decode_gives_back_clean_text_even_for_unseen_characters(tmp_path, train):
+    tokenizer = train(tmp_path)
+    for text in ["the cat cleans some café menus.", "Ünïcödé 😀 and\ttabs", "  leading spaces"]:
+        ids = tokenizer(text).input_ids
+        assert tokenizer.convert_tokens_to_ids("<unk>") not in ids
+        assert tokenizer.decode(ids, skip_special_tokens=True) == text
+
+
+def test_second_call_loads_the_cached_tokenizer(tmp_path, train):
+    first_messages, second_messages = [], []
+    first = train(tmp_path, messages=first_messages)
+    second = train(tmp_path, messages=second_messages)
+    cached = list((tmp_path / "tokenizers").iterdir())
+    assert len(cached) == 1
+    assert "trained" in first_messages[0]
+    assert second_messages == [f"loaded tokenizer from cache {cached[0]}"]
+    assert second.get_vocab() == first.get_vocab()
+
+
+def test_other_texts_or_settings_get_their_own_cache_entry(tmp_path, train, corpus):
+    train(tmp_path)
+    train(tmp_path, vocab_size=280)
+    train(tmp_path, min_frequency=3)
+    train(tmp_path, texts=corpus[:-1])
+    train(tmp_path, texts=["ab", "c"])
+    train(tmp_path, texts=["a", "bc"])
+    assert len(list((tmp_path / "tokenizers").iterdir())) == 6
+
+
+def test_saved_tokenizer_reloads_with_auto_tokenizer(tmp_path, train):
+    tokenizer = train(tmp_path / "cache")
+    tokenizer.save_pretrained(tmp_path / "saved")
+    reloaded = AutoTokenizer.from_pretrained(tmp_path / "saved")
+    text = "my friend paints the small boat."
+    assert reloaded(text).input_ids == tokenizer(text).input_ids
+    assert reloaded.pad_token_id == 1 and reloaded.eos_token_id == 2

@@ -1,0 +1,48 @@
+"""Any Hugging Face encoder-decoder (BART, T5, Pegasus, ...) from a hub id or a local directory."""
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel
+
+from textbox.config import Config, TextBoxUserError
+from textbox.data.split import Split
+from textbox.model.loading import from_pretrained, load_config, set_generation_length, set_special_token_ids
+
+
+def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, Any]:
+    """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch).
+
+    ``train_split`` is unused: the tokenizer comes with the model.
+    """
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, config.model_path, **config.tokenizer_kwargs)
+    model_config = load_config(config.model_path, config.config_kwargs)
+    if not model_config.is_encoder_decoder:
+        raise TextBoxUserError(f"--model_path={config.model_path} holds a {model_config.model_type!r} model, not "
+                               f"an encoder-decoder; use --model=bert2bert to warm-start one from an encoder")
+    if config.from_scratch:
+        model = AutoModelForSeq2SeqLM.from_config(model_config)
+    else:
+        model = from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, config.model_path, config=model_config)
+    _complete_special_tokens(model, tokenizer, config.model_path)
+    set_generation_length(model, config.tgt_len)
+    return model, tokenizer
+
+
+def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:
+    """Padding and the first decoder input must be known; fill one side from the other, or fail clearly."""
+    pad = tokenizer.pad_token_id
+    if pad is None:
+        pad = getattr(model.config, "pad_token_id", None)  # some configs (v5) omit unset token ids entirely
+    if pad is None:
+        raise TextBoxUserError(f"--model_path={model_path}: neither its tokenizer nor its config defines a padding "
+                               f"token; set one with --config_kwargs={{'pad_token_id': <id>}}")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(pad)
+    start = getattr(model.config, "decoder_start_token_id", None)
+    if start is None:
+        start = model.generation_config.decoder_start_token_id
+    if start is None:
+        raise TextBoxUserError(f"--model_path={model_path}: its config has no decoder_start_token_id; set it with "
+                               f"--config_kwargs={{'decoder_start_token_id': <id>}}")
+    set_special_token_ids(model, pad_token_id=pad, decoder_start_token_id=start)

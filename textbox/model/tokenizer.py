@@ -1,0 +1,58 @@
+"""A byte-level BPE tokenizer trained on the training split, cached so that a rerun reuses it.
+
+Byte-level BPE never needs <unk> (every byte is in the alphabet), so any text round-trips through
+encode/decode; the special tokens follow BART's ids so a from-scratch model matches BART's conventions.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from textbox.utils.atomic import atomic_directory
+
+BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
+SPECIAL_TOKENS = (BOS, PAD, EOS, UNK, MASK)  # ids 0..4, in this order
+
+
+def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int, cache_dir: str | Path,
+                        log: Callable[[str], None]) -> PreTrainedTokenizerFast:
+    """Train (or load from ``cache_dir``/tokenizers/<digest>) a tokenizer whose ``encode`` adds <s> ... </s>."""
+    corpus = list(texts)
+    cached = Path(cache_dir) / "tokenizers" / _digest(corpus, vocab_size, min_frequency)
+    if (cached / "tokenizer.json").is_file():
+        log(f"loaded tokenizer from cache {cached}")
+        return AutoTokenizer.from_pretrained(cached)
+    tokenizer = _train(corpus, vocab_size, min_frequency)
+    with atomic_directory(cached) as tmp:
+        tokenizer.save_pretrained(tmp)
+    log(f"trained a byte-level BPE tokenizer ({len(tokenizer)} tokens) on {len(corpus)} texts; cached in {cached}")
+    return tokenizer
+
+
+def _digest(corpus: list[str], vocab_size: int, min_frequency: int) -> str:
+    """Names the cache entry after everything the trained tokenizer depends on."""
+    hasher = hashlib.sha256(json.dumps([vocab_size, min_frequency, SPECIAL_TOKENS]).encode())
+    for text in corpus:
+        hasher.update(text.encode("utf-8"))
+        hasher.update(b"\0")  # a separator no text line contains, so ["ab"] and ["a", "b"] differ
+    return hasher.hexdigest()[:16]
+
+
+def _train(corpus: list[str], vocab_size: int, min_frequency: int) -> PreTrainedTokenizerFast:
+    backend = Tokenizer(models.BPE(unk_token=UNK))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                  special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator(corpus, trainer)
+    bos_id, eos_id = backend.token_to_id(BOS), backend.token_to_id(EOS)
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A {EOS}", pair=f"{BOS} $A {EOS} $B {EOS}", special_tokens=[(BOS, bos_id), (EOS, eos_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=BOS, pad_token=PAD, eos_token=EOS,
+                                   unk_token=UNK, mask_token=MASK)

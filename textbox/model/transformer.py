@@ -1,0 +1,79 @@
+"""The from-scratch Transformer: BART's architecture with a BPE tokenizer trained on the training split.
+
+A run saves it like any Hugging Face model, so ``--model_path=<run>/checkpoint_best`` reloads it here (or
+with AutoModelForSeq2SeqLM / AutoTokenizer anywhere else).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartForConditionalGeneration
+
+from textbox.config import Config, TextBoxUserError
+from textbox.data.split import Split
+from textbox.model.loading import from_pretrained, reject_unknown_config_kwargs, set_generation_length
+from textbox.model.tokenizer import train_bpe_tokenizer
+from textbox.utils.logging import get_logger
+
+# A small model that trains on CPU in minutes; config_kwargs override any of these.
+DEFAULT_ARCHITECTURE: dict[str, Any] = {
+    "d_model": 256,
+    "encoder_layers": 3,
+    "decoder_layers": 3,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 1024,
+    "decoder_ffn_dim": 1024,
+}
+DEFAULT_TOKENIZER: dict[str, int] = {"vocab_size": 8000, "min_frequency": 2}
+
+
+def build(config: Config, train_split: Split | None) -> tuple[BartForConditionalGeneration, Any]:
+    """Reload ``config.model_path`` as saved, or train a tokenizer on ``train_split`` and build a fresh model.
+
+    config_kwargs and tokenizer_kwargs describe a new model; a checkpoint keeps the settings it was saved with.
+    """
+    if config.model_path:
+        model = from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, config.model_path)
+        return model, from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
+    if train_split is None:
+        raise TextBoxUserError("model 'transformer' starts untrained: use --do_train=True to train it, or "
+                               "--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
+                               "to test a trained one")
+    texts = [*train_split.sources, *(references[0] for references in train_split.targets)]
+    tokenizer = train_bpe_tokenizer(texts, **_tokenizer_settings(config), cache_dir=config.cache_dir,
+                                    log=get_logger().info)
+    model = BartForConditionalGeneration(_bart_config(config, tokenizer))  # generation_config copies its ids
+    set_generation_length(model, config.tgt_len)
+    return model, tokenizer
+
+
+def _tokenizer_settings(config: Config) -> dict[str, int]:
+    unknown = set(config.tokenizer_kwargs) - set(DEFAULT_TOKENIZER)
+    if unknown:
+        raise TextBoxUserError(f"--tokenizer_kwargs: {', '.join(sorted(unknown))} not understood by the "
+                               f"transformer model's BPE tokenizer; it takes {' and '.join(DEFAULT_TOKENIZER)}")
+    return {**DEFAULT_TOKENIZER, **config.tokenizer_kwargs}
+
+
+def _bart_config(config: Config, tokenizer: Any) -> BartConfig:
+    """Sizes from DEFAULT_ARCHITECTURE < config_kwargs; vocabulary and special ids from the tokenizer."""
+    base = {
+        **DEFAULT_ARCHITECTURE,
+        "vocab_size": len(tokenizer),
+        "max_position_embeddings": _positions_needed(config),
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "forced_eos_token_id": tokenizer.eos_token_id,
+        "decoder_start_token_id": tokenizer.eos_token_id,  # as in BART
+    }
+    bart_config, unknown = BartConfig.from_dict(base, **config.config_kwargs, return_unused_kwargs=True)
+    reject_unknown_config_kwargs(unknown, "bart")
+    return bart_config
+
+
+def _positions_needed(config: Config) -> int:
+    """Learned positions must cover the longest source and the decoder start plus every generated token."""
+    longest_generation = max(config.tgt_len, config.generation_kwargs.get("max_new_tokens", 0))
+    return max(config.src_len, longest_generation + 1)
