@@ -1,0 +1,187 @@
+"""Reading splits: plain and tabular formats, multi-reference targets, grouping, quick_test, every error."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pandas
+import pytest
+
+import textbox.data.pydoc
+from textbox.config.errors import DataError
+from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
+from textbox.data.readers import read_splits
+
+
+def make_config(**changes) -> Config:
+    return Config({**DEFAULTS, **changes})
+
+
+def write_plain(directory: Path, split: str, sources: str | bytes, targets: str | bytes) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for suffix, content in (("src", sources), ("tgt", targets)):
+        path = directory / f"{split}.{suffix}"
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content, encoding="utf-8")
+
+
+def test_plain_splits_with_multi_reference_literals(tmp_path):
+    write_plain(tmp_path, "train", "a b\nc d\n", "['first', 'second']\nx y\n")
+    write_plain(tmp_path, "valid", "s1\r\ns2\r\n", "['r1 a', 'r1 b']\r\n[laughs] then talks\r\n")
+    splits = read_splits(make_config(data_path=str(tmp_path)), ("train", "valid"))
+    assert splits["train"].sources == ["a b", "c d"]
+    assert splits["train"].targets == [["first"], ["x y"]]
+    assert splits["valid"].sources == ["s1", "s2"]
+    assert splits["valid"].targets == [["r1 a", "r1 b"], ["[laughs] then talks"]]
+
+
+def test_only_the_line_end_is_stripped(tmp_path):
+    write_plain(tmp_path, "test", "  padded source \t\nlast line without newline", "t1\nt2")
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["  padded source \t", "last line without newline"]
+    assert split.targets == [["t1"], ["t2"]]
+
+
+def test_group_references_merges_consecutive_runs_outside_train(tmp_path):
+    for split in ("train", "test"):
+        write_plain(tmp_path, split, "dog run\ndog run\ncat sit\ndog run\n", "d1\nd2\nc1\nd3\n")
+    splits = read_splits(make_config(data_path=str(tmp_path), group_references=True), ("train", "test"))
+    assert splits["test"].sources == ["dog run", "cat sit", "dog run"]
+    assert splits["test"].targets == [["d1", "d2"], ["c1"], ["d3"]]
+    assert len(splits["train"]) == 4
+
+
+@pytest.mark.parametrize("quick_test, expected", [(True, 32), (3, 3), (False, 40)])
+def test_quick_test_keeps_the_first_examples(tmp_path, quick_test, expected):
+    lines = "".join(f"line {i}\n" for i in range(40))
+    write_plain(tmp_path, "train", lines, lines)
+    split = read_splits(make_config(data_path=str(tmp_path), quick_test=quick_test), ("train",))["train"]
+    assert len(split) == expected
+    assert split.sources[-1] == f"line {expected - 1}"
+
+
+def test_missing_file_is_named(tmp_path):
+    write_plain(tmp_path, "train", "a\n", "b\n")
+    with pytest.raises(DataError, match=r"valid\.src does not exist"):
+        read_splits(make_config(data_path=str(tmp_path)), ("train", "valid"))
+
+
+def test_empty_file_is_named(tmp_path):
+    write_plain(tmp_path, "train", "a\n", "")
+    with pytest.raises(DataError, match=r"train\.tgt is empty"):
+        read_splits(make_config(data_path=str(tmp_path)), ("train",))
+
+
+def test_line_count_mismatch_gives_both_counts(tmp_path):
+    write_plain(tmp_path, "train", "a\nb\nc\n", "x\ny\n")
+    with pytest.raises(DataError, match=r"train\.src has 3 lines but .*train\.tgt has 2"):
+        read_splits(make_config(data_path=str(tmp_path)), ("train",))
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path):
+    write_plain(tmp_path, "train", "fine\nalso fine\nbad \xff byte\n".encode("latin-1"), "a\nb\nc\n")
+    with pytest.raises(DataError, match=r"train\.src:3: bytes b'\\xff' are not UTF-8"):
+        read_splits(make_config(data_path=str(tmp_path)), ("train",))
+
+
+@pytest.mark.parametrize("sources, targets, where", [
+    ("a\n\nc\n", "x\ny\nz\n", r"train\.src:2: the source is empty"),
+    ("a\nb\nc\n", "x\ny\n  \n", r"train\.tgt:3: the target is empty"),
+    ("a\n", "['ok', '']\n", r"train\.tgt:1: the target is empty"),
+])
+def test_empty_lines_name_file_and_line(tmp_path, sources, targets, where):
+    write_plain(tmp_path, "train", sources, targets)
+    with pytest.raises(DataError, match=where):
+        read_splits(make_config(data_path=str(tmp_path)), ("train",))
+
+
+def test_auto_format_without_files_lists_what_it_looked_for(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here")
+    with pytest.raises(DataError, match=r"looked for train\.src or test\.src \(plain\), then \{test\}\.json"):
+        read_splits(make_config(data_path=str(tmp_path)), ("test",))
+
+
+def test_missing_directory_is_named(tmp_path):
+    with pytest.raises(DataError, match=r"dataset directory .*nowhere does not exist"):
+        read_splits(make_config(data_path=str(tmp_path / "nowhere")), ("test",))
+
+
+RECORDS = [{"src": "first source", "tgt": "one"}, {"src": "second source", "tgt": ["two a", "two b"]}]
+
+
+def write_tabular(path: Path, extension: str, records: list[dict]) -> None:
+    if extension == "json":
+        path.write_text(json.dumps(records))
+    elif extension == "jsonl":
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    elif extension == "csv":
+        flat = [{**r, "tgt": repr(r["tgt"]) if isinstance(r["tgt"], list) else r["tgt"]} for r in records]
+        pandas.DataFrame(flat).to_csv(path, index=False)
+    else:
+        pandas.DataFrame([{**r, "tgt": r["tgt"] if isinstance(r["tgt"], list) else [r["tgt"]]} for r in records]
+                         ).to_parquet(path)
+
+
+@pytest.mark.parametrize("extension", ["json", "jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("data_format", ["auto", "explicit"])
+def test_tabular_round_trip(tmp_path, extension, data_format):
+    for split in ("train", "valid"):
+        write_tabular(tmp_path / f"{split}.{extension}", extension, RECORDS)
+    config = make_config(data_path=str(tmp_path), data_format=extension if data_format == "explicit" else "auto")
+    splits = read_splits(config, ("train", "valid"))
+    assert splits["valid"].sources == ["first source", "second source"]
+    assert splits["valid"].targets == [["one"], ["two a", "two b"]]
+    assert splits["train"].targets == [["one"], ["two a"]]
+
+
+def test_tabular_fields_are_configurable(tmp_path):
+    (tmp_path / "test.jsonl").write_text(json.dumps({"dialogue": "hi there", "summary": "greeting"}) + "\n")
+    config = make_config(data_path=str(tmp_path), src_field="dialogue", tgt_field="summary")
+    assert read_splits(config, ("test",))["test"].targets == [["greeting"]]
+
+
+def test_csv_cells_stay_text(tmp_path):
+    (tmp_path / "test.csv").write_text("src,tgt\n007,NA\n2,1.50\n")
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["007", "2"]
+    assert split.targets == [["NA"], ["1.50"]]
+
+
+def test_tabular_missing_column_lists_columns(tmp_path):
+    (tmp_path / "test.jsonl").write_text(json.dumps({"text": "a", "tgt": "b"}) + "\n")
+    with pytest.raises(DataError, match=r"test\.jsonl has no column 'src' \(columns: text, tgt\); set --src_field"):
+        read_splits(make_config(data_path=str(tmp_path)), ("test",))
+
+
+def test_tabular_empty_value_names_row(tmp_path):
+    write_tabular(tmp_path / "test.jsonl", "jsonl", [{"src": "a", "tgt": "b"}, {"src": "c", "tgt": ""}])
+    with pytest.raises(DataError, match=r"test\.jsonl row 2 \(tgt\): the target is empty"):
+        read_splits(make_config(data_path=str(tmp_path)), ("test",))
+
+
+def test_tabular_empty_and_malformed_files(tmp_path):
+    (tmp_path / "test.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"test\.jsonl is empty"):
+        read_splits(make_config(data_path=str(tmp_path)), ("test",))
+    (tmp_path / "test.jsonl").write_text('{"src": "a", "tgt": \n')
+    with pytest.raises(DataError, match=r"test\.jsonl cannot be read as jsonl"):
+        read_splits(make_config(data_path=str(tmp_path)), ("test",))
+
+
+def test_hub_offline_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    config = make_config(data_format="hub", hub_name="no-such-user/no-such-dataset")
+    with pytest.raises(DataError, match=r"cannot load split 'test' of hub dataset 'no-such-user/no-such-dataset'"):
+        read_splits(config, ("test",))
+
+
+def test_builtin_dataset_is_built_in_its_default_directory(tmp_path, monkeypatch, fake_stdlib):
+    monkeypatch.setattr(textbox.data.pydoc, "build", functools.partial(textbox.data.pydoc.build,
+                                                                        stdlib_root=fake_stdlib))
+    monkeypatch.chdir(tmp_path)
+    messages: list[str] = []
+    splits = read_splits(make_config(dataset="pydoc"), log=messages.append)
+    assert (tmp_path / "dataset" / "pydoc" / "train.src").is_file()
+    assert {name: len(split) for name, split in splits.items()} == {"train": 2, "valid": 1, "test": 1}
+    assert messages[0] == "building the built-in dataset 'pydoc' in dataset/pydoc"

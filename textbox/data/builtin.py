@@ -1,0 +1,39 @@
+"""Datasets that the framework builds itself on first use, so that a fresh checkout runs with no download.
+
+Config validation imports this module to know the built-in names: it must stay free of heavy imports,
+so each builder is named as "module:function" and imported only when a build is needed.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Callable
+
+from textbox.config.errors import DataError
+from textbox.utils.atomic import atomic_directory
+
+BUILTIN_DATASETS: dict[str, str] = {
+    "pydoc": "textbox.data.pydoc:build",
+}
+
+PLAIN_FILES = tuple(f"{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt"))
+
+
+def ensure_builtin(name: str, directory: Path, log: Callable[[str], None]) -> None:
+    """Build the built-in dataset ``name`` into ``directory`` unless its plain files are all there.
+
+    The builder writes into a staging directory that is renamed into place at the end: a killed build
+    leaves no half dataset that a later run would take for a whole one.
+    """
+    directory = Path(directory)
+    missing = [file for file in PLAIN_FILES if not (directory / file).is_file()]
+    if not missing:
+        return
+    if directory.is_dir() and any(directory.iterdir()):
+        raise DataError(f"{directory} lacks {', '.join(missing)} of the built-in dataset {name!r}; "
+                        f"delete the directory to have it rebuilt")
+    module_name, function_name = BUILTIN_DATASETS[name].split(":")
+    build = getattr(importlib.import_module(module_name), function_name)
+    log(f"building the built-in dataset {name!r} in {directory}")
+    with atomic_directory(directory) as staging:
+        build(staging, log)

@@ -1,0 +1,33 @@
+"""Batch tokenised examples into padded tensors for a seq2seq model."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+IGNORE_INDEX = -100  # the label value that torch's cross-entropy and HF models leave out of the loss
+
+
+class Seq2SeqCollator:
+    """Right-pads ``input_ids`` (with an attention mask) and ``labels`` (with -100) of a list of examples.
+
+    An integer ``index`` column, if present, is kept so that generations can be matched to their examples.
+    Decoder inputs are not built here: models derive them from ``labels``.
+    """
+
+    def __init__(self, pad_token_id: int):
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        input_ids = [torch.as_tensor(example["input_ids"], dtype=torch.long) for example in examples]
+        labels = [torch.as_tensor(example["labels"], dtype=torch.long) for example in examples]
+        lengths = torch.tensor([len(ids) for ids in input_ids])
+        batch = {
+            "input_ids": pad_sequence(input_ids, batch_first=True, padding_value=self.pad_token_id),
+            "attention_mask": (torch.arange(int(lengths.max()))[None, :] < lengths[:, None]).long(),
+            "labels": pad_sequence(labels, batch_first=True, padding_value=IGNORE_INDEX),
+        }
+        if "index" in examples[0]:
+            batch["index"] = torch.tensor([int(example["index"]) for example in examples], dtype=torch.long)
+        return batch

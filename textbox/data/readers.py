@@ -1,0 +1,213 @@
+"""Read a dataset's splits into ``Split``s: plain text files, json/jsonl/csv/parquet files, or the hub.
+
+Readers only read and check: prompts and truncation belong to tokenisation, so that the raw text stays
+available to the metrics. Every problem in the files is a ``DataError`` naming the file and line (or row).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from textbox.config.errors import DataError
+from textbox.config.loader import Config
+from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
+from textbox.data.split import Split
+
+SPLITS = ("train", "valid", "test")
+TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
+QUICK_TEST_EXAMPLES = 32
+
+
+@dataclass
+class _RawSplit:
+    """Values as stored, before checks; ``locate_*(i)`` names where example i lives, for messages."""
+
+    sources: Sequence[Any]
+    targets: Sequence[Any]
+    locate_source: Callable[[int], str]
+    locate_target: Callable[[int], str]
+
+
+def dataset_directory(config: Config) -> Path:
+    """Where the dataset files are: ``data_path``, or dataset/<dataset> under the current directory."""
+    return Path(config.data_path) if config.data_path else Path("dataset") / config.dataset
+
+
+def read_splits(config: Config, names: Sequence[str] = SPLITS,
+                log: Callable[[str], None] = print) -> dict[str, Split]:
+    """Read the splits ``names``; valid/test targets may hold several references, train ones exactly one.
+
+    A built-in dataset is built first when its default directory (dataset/<name>) lacks it; a directory
+    given as data_path is the user's and is only read.
+    """
+    directory = dataset_directory(config)
+    if config.data_path is None and config.dataset in BUILTIN_DATASETS and config.data_format in ("auto", "plain"):
+        ensure_builtin(config.dataset, directory, log)
+    data_format = detect_format(directory, names) if config.data_format == "auto" else config.data_format
+    splits = {}
+    for name in names:
+        split = _check(name, _read_raw(config, data_format, directory, name))
+        if config.group_references and name != "train":
+            split = group_references(split)
+        splits[name] = _first_examples(split, config.quick_test)
+    return splits
+
+
+def detect_format(directory: Path, names: Sequence[str]) -> str:
+    """plain if train.src or test.src exists, else the first tabular format with a file for one of ``names``."""
+    if not directory.is_dir():
+        raise DataError(f"dataset directory {directory} does not exist; set --data_path=<directory> or --dataset")
+    if any((directory / f"{name}.src").is_file() for name in ("train", "test")):
+        return "plain"
+    for extension in TABULAR_BUILDERS:
+        if any((directory / f"{name}.{extension}").is_file() for name in names):
+            return extension
+    looked_for = ", ".join(f"{{{','.join(names)}}}.{extension}" for extension in TABULAR_BUILDERS)
+    raise DataError(f"no dataset files in {directory}: looked for train.src or test.src (plain), then {looked_for}; "
+                    f"add the files or set --data_format")
+
+
+def group_references(split: Split) -> Split:
+    """Merge runs of consecutive examples with the same source into one example with all their references."""
+    sources: list[str] = []
+    targets: list[list[str]] = []
+    for source, references in zip(split.sources, split.targets):
+        if sources and sources[-1] == source:
+            targets[-1].extend(references)
+        else:
+            sources.append(source)
+            targets.append(list(references))
+    return Split(split.name, sources, targets)
+
+
+def _first_examples(split: Split, quick_test: bool | int) -> Split:
+    if quick_test is False:
+        return split
+    limit = QUICK_TEST_EXAMPLES if quick_test is True else quick_test
+    return Split(split.name, split.sources[:limit], split.targets[:limit])
+
+
+def _read_raw(config: Config, data_format: str, directory: Path, name: str) -> _RawSplit:
+    if data_format == "plain":
+        return _read_plain(directory, name)
+    if data_format == "hub":
+        return _read_hub(config, name)
+    return _read_tabular(config, directory / f"{name}.{data_format}", TABULAR_BUILDERS[data_format], name)
+
+
+def _read_plain(directory: Path, name: str) -> _RawSplit:
+    source_path, target_path = directory / f"{name}.src", directory / f"{name}.tgt"
+    sources, targets = _read_lines(source_path), _read_lines(target_path)
+    if len(sources) != len(targets):
+        raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
+                        f"line i of the .tgt file must be the target of line i of the .src file")
+    return _RawSplit(sources, targets, lambda i: f"{source_path}:{i + 1}", lambda i: f"{target_path}:{i + 1}")
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The file's lines without their line ends (\\n or \\r\\n); nothing else is stripped."""
+    if not path.is_file():
+        raise DataError(f"{path} does not exist; a plain dataset needs {path.stem}.src and {path.stem}.tgt "
+                        f"in {path.parent}")
+    data = path.read_bytes()
+    if not data:
+        raise DataError(f"{path} is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise DataError(f"{path}:{line}: bytes {data[error.start:error.end]!r} are not UTF-8; "
+                        f"save the file as UTF-8") from error
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _read_tabular(config: Config, path: Path, builder: str, name: str) -> _RawSplit:
+    import datasets
+
+    if not path.is_file():
+        raise DataError(f"{path} does not exist; the {name} split of a {path.suffix[1:]} dataset is read from it")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path} is empty")
+    options: dict[str, Any] = {}
+    if builder == "csv":  # keep cells as written: "007" stays text and "NA" is not a missing value
+        options = {"keep_default_na": False, "converters": {config.src_field: str, config.tgt_field: str}}
+    try:
+        table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, **options)
+    except datasets.exceptions.DatasetGenerationError as error:
+        raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
+    return _columns(table, str(path), config)
+
+
+def _read_hub(config: Config, name: str) -> _RawSplit:
+    import datasets
+
+    if name not in config.split_names:
+        raise DataError(f"split_names has no entry for the {name} split; "
+                        f"add one, e.g. --split_names={{'train': 'train', 'valid': 'validation', 'test': 'test'}}")
+    hub_split = config.split_names[name]
+    try:
+        table = datasets.load_dataset(config.hub_name, config.hub_subset, split=hub_split)
+    except (OSError, ValueError, datasets.exceptions.DatasetsError) as error:
+        raise DataError(f"cannot load split {hub_split!r} of hub dataset {config.hub_name!r}: {error}. "
+                        f"The hub needs network access (HF_DATASETS_OFFLINE unset); offline, save the data "
+                        f"as json/csv/parquet files and set --data_path") from error
+    return _columns(table, f"hub dataset {config.hub_name} split {hub_split}", config)
+
+
+def _columns(table: Any, origin: str, config: Config) -> _RawSplit:
+    """Source and target columns of a datasets table, or a DataError naming the missing one."""
+    if table.num_rows == 0:
+        raise DataError(f"{origin} has no rows")
+    for key in ("src_field", "tgt_field"):
+        field = config[key]
+        if field not in table.column_names:
+            raise DataError(f"{origin} has no column {field!r} (columns: {', '.join(table.column_names)}); "
+                            f"set --{key}=<column>")
+    columns = table.select_columns([config.src_field, config.tgt_field]).to_dict()  # plain lists: fast to walk
+    return _RawSplit(columns[config.src_field], columns[config.tgt_field],
+                     lambda i: f"{origin} row {i + 1} ({config.src_field})",
+                     lambda i: f"{origin} row {i + 1} ({config.tgt_field})")
+
+
+def _check(name: str, raw: _RawSplit) -> Split:
+    """Non-empty text sources, one or more non-empty references; train keeps only the first reference."""
+    sources: list[str] = []
+    targets: list[list[str]] = []
+    for i, (source, target) in enumerate(zip(raw.sources, raw.targets)):
+        if not isinstance(source, str) or not source.strip():
+            raise DataError(f"{raw.locate_source(i)}: the source is empty or not text ({source!r:.60}); "
+                            f"every example needs one")
+        references = _references(target, raw.locate_target(i))
+        sources.append(source)
+        targets.append(references[:1] if name == "train" else references)
+    return Split(name, sources, targets)
+
+
+def _references(target: Any, where: str) -> list[str]:
+    """A target as a list of references: a list, a list literal such as "['a b', 'c d']", or one text."""
+    if isinstance(target, str):
+        target = _list_literal(target) or target
+    references = [target] if isinstance(target, str) else target
+    if not isinstance(references, (list, tuple)) or not references or \
+            not all(isinstance(reference, str) and reference.strip() for reference in references):
+        raise DataError(f"{where}: the target is empty or not text ({target!r:.60}); "
+                        f"give a text or a list of non-empty texts")
+    return list(references)
+
+
+def _list_literal(text: str) -> list[str] | None:
+    """The references in ``text`` if it is a Python list literal of strings, else None (it is plain text)."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return value
+    return None
