@@ -1,0 +1,21 @@
+"""Length statistics and perplexity, by hand."""
+import math
+
+import pytest
+
+from textbox.config.schema import DEFAULTS
+from textbox.evaluator.metrics.base import MetricInputs
+from textbox.evaluator.metrics.length import length
+from textbox.evaluator.metrics.perplexity import perplexity
+
+
+def test_length_averages_each_examples_references():
+    inputs = MetricInputs(["a b c", ""], [["a b", "a b c d"], ["x y"]])
+    # hypotheses: (3 + 0) / 2 = 1.5; references: ((2 + 4) / 2 + 2) / 2 = 2.5
+    assert length(inputs, DEFAULTS).scores == {"length-hyp": 1.5, "length-ref": 2.5,
+                                               "length-ratio": pytest.approx(0.6)}
+
+
+def test_perplexity_is_exp_of_the_loss():
+    result = perplexity(MetricInputs(["a"], [["a"]], loss=2.0), DEFAULTS)
+    assert result.scores == {"perplexity": pytest.approx(math.exp(2.0))}

@@ -1,0 +1,39 @@
+"""meteor: NLTK's score where WordNet is installed, otherwise one clear message saying how to get it."""
+from statistics import mean
+
+import nltk
+import pytest
+
+from textbox.config.errors import TextBoxUserError
+from textbox.config.schema import DEFAULTS
+from textbox.evaluator.metrics.base import MetricInputs
+from textbox.evaluator.metrics.meteor import meteor
+
+
+def wordnet_installed() -> bool:
+    try:
+        nltk.data.find("corpora/wordnet")
+    except LookupError:
+        try:
+            nltk.data.find("corpora/wordnet.zip")
+        except LookupError:
+            return False
+    return True
+
+
+@pytest.mark.skipif(wordnet_installed(), reason="WordNet is installed, so the missing-data message cannot show")
+def test_missing_wordnet_is_a_user_error_saying_how_to_install_it():
+    with pytest.raises(TextBoxUserError, match=r"nltk\.downloader .*wordnet.*NLTK_DATA"):
+        meteor(MetricInputs(["a cat"], [["the cat"]]), DEFAULTS)
+
+
+@pytest.mark.skipif(not wordnet_installed(), reason="NLTK's WordNet data is not installed here")
+def test_equals_nltk_meteor_score_with_several_references():
+    from nltk.corpus import wordnet
+    from nltk.translate.meteor_score import meteor_score
+
+    hypotheses = ["the cat sat on the mat", "a dog runs"]
+    references = [["a cat is sitting on the mat", "the cat sat"], ["dogs are running"]]
+    expected = 100 * mean(meteor_score([r.split() for r in refs], h.split(), wordnet=wordnet)
+                          for h, refs in zip(hypotheses, references))
+    assert meteor(MetricInputs(hypotheses, references), DEFAULTS).scores["meteor"] == pytest.approx(expected)

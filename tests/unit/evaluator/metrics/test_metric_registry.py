@@ -1,0 +1,100 @@
+"""Registry: names, figure names, dispatch, option checks; and it must stay cheap to import."""
+import math
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+
+from textbox.config.errors import ConfigError, TextBoxUserError
+from textbox.evaluator.metrics import (compute_metrics, figure_goal, known_metrics, metric_outputs,
+                                       metric_problems, option_problems)
+
+HYPOTHESES = ["The cat sat on the mat.", "", "a dog barks"]
+REFERENCES = [["the cat is on the mat", "A cat sat on the mat."], ["hello"], ["a dog barked"]]
+SOURCES = ["cat mat", "say hello", "dog"]
+TEXT_ONLY = sorted(known_metrics() - {"meteor", "bert_score", "perplexity"})  # need no data, model or loss
+
+
+def test_known_metrics_cover_the_issue():
+    assert known_metrics() >= {"bleu", "rouge", "chrf", "chrf++", "ter", "meteor", "distinct", "self_bleu",
+                               "unique", "em", "f1", "perplexity", "bert_score", "length"}
+
+
+def test_metric_outputs_follow_options_and_ignore_case():
+    assert metric_outputs("BLEU", {"bleu_max_ngrams": 2}) == ["bleu", "bleu-1", "bleu-2"]
+    assert metric_outputs("rouge", {}) == ["rouge-1", "rouge-2", "rouge-l", "rouge-lsum"]
+    assert metric_outputs("distinct", {"distinct_max_ngrams": 3}) == ["distinct-1", "distinct-2", "distinct-3"]
+    with pytest.raises(KeyError):
+        metric_outputs("bleurt", {})
+
+
+def test_figure_goal_says_which_way_is_better():
+    assert figure_goal("BLEU-3", {}) == "max" and figure_goal("rouge-l", {}) == "max"
+    assert figure_goal("ter", {}) == figure_goal("self_bleu", {}) == figure_goal("perplexity", {}) == "min"
+    assert figure_goal("length-ratio", {}) is None
+    with pytest.raises(KeyError):
+        figure_goal("bleu-5", {})  # bleu_max_ngrams is 4 by default
+
+
+@pytest.mark.parametrize("name", TEXT_ONLY)
+def test_each_metric_reports_exactly_its_declared_figures(name):
+    report = compute_metrics([name], HYPOTHESES, REFERENCES, sources=SOURCES)
+    assert list(report.scores) == metric_outputs(name, {})
+    assert all(math.isfinite(value) for value in report.scores.values())
+    assert {"package", "version"} <= set(report.details[name])
+
+
+def test_names_are_case_insensitive_and_deduplicated():
+    report = compute_metrics(["BLEU", "bleu", "Ter"], HYPOTHESES, REFERENCES)
+    assert list(report.details) == ["bleu", "ter"]
+
+
+def test_lower_evaluation_lowercases_everything_and_says_so_in_the_signature():
+    report = compute_metrics(["bleu"], HYPOTHESES, REFERENCES, options={"lower_evaluation": True})
+    streams = [["the cat is on the mat", "hello", "a dog barked"], ["A cat sat on the mat.", None, None]]
+    expected = sacrebleu.BLEU(lowercase=True).corpus_score(HYPOTHESES, streams).score
+    assert report.scores["bleu"] == pytest.approx(expected)
+    assert "case:lc" in report.details["bleu"]["signature"]
+    assert expected != pytest.approx(compute_metrics(["bleu"], HYPOTHESES, REFERENCES).scores["bleu"])
+
+
+def test_unknown_metric_and_bad_options_raise_one_config_error():
+    with pytest.raises(ConfigError) as raised:
+        compute_metrics(["bleu", "rogue"], HYPOTHESES, REFERENCES, options={"bleu_max_ngrams": 0})
+    assert raised.value.problems == [
+        "unknown metric 'rogue'; did you mean 'rouge'?; available: " + ", ".join(sorted(known_metrics())),
+        "bleu_max_ngrams must be at least 1, got 0"]
+
+
+def test_option_problems_of_bert_score(tmp_path):
+    where = lambda key: f"--{key}"  # noqa: E731
+    assert option_problems(["bert_score"], {}, where)[0].startswith(
+        "--bert_score_model_path is not set: metric bert_score needs a local model directory")
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path / "no")}) == [
+        f"bert_score_model_path: directory {tmp_path / 'no'} does not exist"]
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path)}) == []
+    assert metric_problems(["rouge"], {"bleu_max_ngrams": 0}) == []  # options of unselected metrics are ignored
+
+
+def test_metrics_without_their_inputs_are_user_errors():
+    with pytest.raises(TextBoxUserError, match="'novelty' compares outputs with their sources"):
+        compute_metrics(["novelty"], HYPOTHESES, REFERENCES)
+    with pytest.raises(TextBoxUserError, match="'perplexity' needs the model's loss"):
+        compute_metrics(["perplexity"], HYPOTHESES, REFERENCES)
+    assert compute_metrics(["perplexity"], HYPOTHESES, REFERENCES, loss=0.0).scores == {"perplexity": 1.0}
+
+
+def test_misaligned_inputs_are_caller_bugs():
+    with pytest.raises(ValueError, match="3 hypotheses but 2 reference lists"):
+        compute_metrics(["bleu"], HYPOTHESES, REFERENCES[:2])
+    with pytest.raises(ValueError, match=r"examples \[1\] have no reference"):
+        compute_metrics(["bleu"], HYPOTHESES, [["a"], [], ["b"]])
+
+
+def test_registry_imports_no_scoring_package():
+    heavy = ("torch", "transformers", "sacrebleu", "rouge_score", "nltk")
+    code = ("import sys, textbox.evaluator.metrics.registry; "
+            f"print([m for m in sys.modules if m.split('.')[0] in {heavy!r}])")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"

@@ -1,0 +1,60 @@
+"""rouge must equal rouge-score's F-measures (x100, mean over examples); several references per strategy."""
+from statistics import mean
+
+import pytest
+from rouge_score.rouge_scorer import RougeScorer
+
+from textbox.config.schema import DEFAULTS
+from textbox.evaluator.metrics.base import MetricInputs
+from textbox.evaluator.metrics.rouge import combine_references, rouge
+
+TYPES = {"rouge-1": "rouge1", "rouge-2": "rouge2", "rouge-l": "rougeL", "rouge-lsum": "rougeLsum"}
+HYPOTHESES = ["police killed the gunman", "", "the runners ran quickly across fields"]
+SINGLE = [["police kill the gunman"], ["an empty output scores zero"], ["a runner runs across the field"]]
+MULTI = [["police kill the gunman", "the gunman was shot by police", "officers killed a man"],
+         ["an empty output scores zero"],
+         ["a runner runs across the field", "runners were running quickly"]]
+
+
+def test_single_reference_equals_rouge_score_mean_f_measure():
+    scorer = RougeScorer(list(TYPES.values()), use_stemmer=True)
+    result = rouge(MetricInputs(HYPOTHESES, SINGLE), DEFAULTS)
+    for name, rouge_type in TYPES.items():
+        expected = 100 * mean(scorer.score(refs[0], hyp)[rouge_type].fmeasure for hyp, refs in zip(HYPOTHESES, SINGLE))
+        assert result.scores[name] == pytest.approx(expected)
+    assert list(result.scores) == list(TYPES)
+
+
+def test_max_strategy_equals_rouge_score_score_multi():
+    scorer = RougeScorer(list(TYPES.values()), use_stemmer=True)
+    result = rouge(MetricInputs(HYPOTHESES, MULTI), DEFAULTS)
+    for name, rouge_type in TYPES.items():
+        expected = 100 * mean(scorer.score_multi(refs, hyp)[rouge_type].fmeasure
+                              for hyp, refs in zip(HYPOTHESES, MULTI))
+        assert result.scores[name] == pytest.approx(expected)
+
+
+def test_leave_one_out_averages_the_best_of_the_other_references():
+    assert combine_references([0.2, 0.5, 0.4], "leave_one_out") == pytest.approx((0.5 + 0.4 + 0.5) / 3)
+    assert combine_references([0.3], "leave_one_out") == 0.3
+    assert combine_references([0.2, 0.5, 0.4], "max") == 0.5
+
+
+def test_leave_one_out_strategy_uses_rouge_score_per_reference():
+    scorer = RougeScorer(["rouge1"], use_stemmer=True)
+    result = rouge(MetricInputs(HYPOTHESES, MULTI), {**DEFAULTS, "multiref_strategy": "leave_one_out"})
+    per_example = []
+    for hyp, refs in zip(HYPOTHESES, MULTI):
+        f = [scorer.score(ref, hyp)["rouge1"].fmeasure for ref in refs]
+        per_example.append(max(f) if len(f) == 1 else mean(max(f[:k] + f[k + 1:]) for k in range(len(f))))
+    assert result.scores["rouge-1"] == pytest.approx(100 * mean(per_example))
+
+
+def test_max_ngrams_and_stemming_options():
+    options = {**DEFAULTS, "rouge_max_ngrams": 3, "rouge_use_stemmer": False}
+    result = rouge(MetricInputs(HYPOTHESES, SINGLE), options)
+    assert list(result.scores) == ["rouge-1", "rouge-2", "rouge-3", "rouge-l", "rouge-lsum"]
+    scorer = RougeScorer(["rouge1"], use_stemmer=False)
+    expected = 100 * mean(scorer.score(refs[0], hyp)["rouge1"].fmeasure for hyp, refs in zip(HYPOTHESES, SINGLE))
+    assert result.scores["rouge-1"] == pytest.approx(expected)
+    assert result.scores["rouge-1"] < rouge(MetricInputs(HYPOTHESES, SINGLE), DEFAULTS).scores["rouge-1"]

@@ -1,0 +1,98 @@
+"""python -m textbox.evaluate: scores files like compute_metrics, and reports user errors with exit code 2."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+
+from textbox.evaluate import main, parse_references, read_lines
+from textbox.evaluator.metrics import compute_metrics
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def files(tmp_path):
+    def write(name: str, text: str) -> str:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+    return write
+
+
+def test_read_lines_keeps_blank_lines_but_not_the_final_newline(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("one\r\n\nthree\n", encoding="utf-8")
+    assert read_lines(path) == ["one", "", "three"]
+
+
+def test_parse_references_reads_python_lists_as_several_references():
+    assert parse_references("['a cat', 'the cat']") == ["a cat", "the cat"]
+    assert parse_references("[laughs] a cat") == ["[laughs] a cat"]
+    assert parse_references("  ['a', 'b'] ") == ["a", "b"]
+    assert parse_references("[1, 2]") == ["[1, 2]"]
+    assert parse_references("a cat") == ["a cat"]
+
+
+def test_scores_files_and_prints_a_table_and_a_json_line(files, capsys):
+    hyp = files("hyp.txt", "the cat sat on the mat\n\na dog barks\n")
+    ref = files("ref.txt", "['the cat is on the mat', 'a cat sat on the mat']\nhello\na dog barked\n")
+    assert main([f"--hyp={hyp}", f"--ref={ref}", "--metrics=['bleu','rouge']", "--bleu_max_ngrams=2"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(printed[-1])
+    expected = compute_metrics(["bleu", "rouge"], ["the cat sat on the mat", "", "a dog barks"],
+                               [["the cat is on the mat", "a cat sat on the mat"], ["hello"], ["a dog barked"]],
+                               options={"bleu_max_ngrams": 2})
+    assert result["scores"] == pytest.approx(expected.scores)
+    assert list(result["scores"]) == ["bleu", "bleu-1", "bleu-2", "rouge-1", "rouge-2", "rouge-l", "rouge-lsum"]
+    streams = [["the cat is on the mat", "hello", "a dog barked"], ["a cat sat on the mat", None, None]]
+    bleu = sacrebleu.BLEU(max_ngram_order=2).corpus_score(["the cat sat on the mat", "", "a dog barks"], streams)
+    assert ["bleu-2", f"{bleu.score:.2f}"] in [line.split() for line in printed]
+
+
+def test_sources_feed_novelty(files, capsys):
+    hyp, ref, src = files("hyp.txt", "a b c\n"), files("ref.txt", "x\n"), files("src.txt", "a b\n")
+    assert main([f"--hyp={hyp}", f"--ref={ref}", f"--src={src}", "--metrics=['novelty']",
+                 "--novelty_max_ngrams=1"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["scores"] == {"novelty-1": pytest.approx(100 / 3)}
+
+
+def test_mismatched_line_counts_name_both_files(files, capsys):
+    hyp, ref = files("hyp.txt", "a\nb\n"), files("ref.txt", "a\n")
+    assert main([f"--hyp={hyp}", f"--ref={ref}"]) == 2
+    assert f"2 lines (--hyp={hyp}), 1 lines (--ref={ref})" in capsys.readouterr().err
+
+
+def test_every_argument_problem_is_reported_at_once(files, capsys):
+    ref = files("ref.txt", "a\n")
+    code = main(["--hyp=missing.txt", f"--ref={ref}", "--metrics=['bleu','rogue']", "--bleu_max_ngram=2",
+                 "--bleu_tokenize=moses"])
+    error = capsys.readouterr().err
+    assert code == 2
+    assert "--hyp: file missing.txt does not exist" in error
+    assert "unknown metric 'rogue'; did you mean 'rouge'?" in error
+    assert "unknown option --bleu_max_ngram; did you mean 'bleu_max_ngrams'?" in error
+    assert "--bleu_tokenize must be one of" in error
+
+
+def test_option_values_are_checked(files, capsys):
+    hyp = files("hyp.txt", "a\n")
+    assert main([f"--hyp={hyp}", f"--ref={hyp}", "--metrics=['distinct']", "--distinct_max_ngrams=0"]) == 2
+    assert "--distinct_max_ngrams must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_help_lists_options_and_metrics(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--multiref_strategy" in out and "self_bleu" in out and "--hyp=<file>" in out
+
+
+def test_module_entry_point_exits_2_without_traceback(files):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    completed = subprocess.run([sys.executable, "-m", "textbox.evaluate", "--hyp=nowhere.txt"], env=env,
+                               capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert completed.returncode == 2
+    assert "--ref=<file> is required" in completed.stderr and "Traceback" not in completed.stderr

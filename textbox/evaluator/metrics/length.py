@@ -1,0 +1,18 @@
+"""Length statistics in whitespace tokens: are outputs as long as the references?"""
+from __future__ import annotations
+
+from statistics import mean
+from typing import Any, Mapping
+
+from textbox.evaluator.metrics.base import MetricInputs, MetricResult, textbox_details
+
+
+def length(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """length-hyp and length-ref: mean tokens per example (an example's references are averaged);
+    length-ratio: their quotient (above 1: outputs longer than references)."""
+    hypothesis_lengths = [len(text.split()) for text in inputs.hypotheses]
+    reference_lengths = [mean(len(text.split()) for text in references) for references in inputs.references]
+    mean_hypothesis, mean_reference = float(mean(hypothesis_lengths)), float(mean(reference_lengths))
+    ratio = mean_hypothesis / mean_reference if mean_reference else float("inf")
+    scores = {"length-hyp": mean_hypothesis, "length-ref": mean_reference, "length-ratio": ratio}
+    return MetricResult(scores, textbox_details(tokenize="whitespace"))

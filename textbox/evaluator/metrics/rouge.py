@@ -1,0 +1,47 @@
+"""ROUGE-N, ROUGE-L and ROUGE-Lsum F-measures from rouge-score, averaged over examples, 0-100.
+
+rouge-score compares one reference at a time; ``multiref_strategy`` says how several are combined.
+rouge-lsum splits summaries into sentences at newlines only (rouge-score's rule; its sentence splitter needs
+NLTK data that is not available offline), so for one-line outputs it equals rouge-l.
+"""
+from __future__ import annotations
+
+from statistics import mean
+from typing import Any, Mapping
+
+from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+
+
+def rouge_figures(max_order: int) -> dict[str, str]:
+    """Our figure name -> rouge-score's rouge type."""
+    figures = {f"rouge-{order}": f"rouge{order}" for order in range(1, max_order + 1)}
+    return {**figures, "rouge-l": "rougeL", "rouge-lsum": "rougeLsum"}
+
+
+def combine_references(fmeasures: list[float], strategy: str) -> float:
+    """One example's score from its per-reference F-measures.
+
+    leave_one_out (jackknifing) makes scores with K references comparable to human scores computed with K-1.
+    """
+    if strategy == "max" or len(fmeasures) == 1:
+        return max(fmeasures)
+    return mean(max(fmeasures[:k] + fmeasures[k + 1:]) for k in range(len(fmeasures)))
+
+
+def rouge(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """rouge-1..rouge-N, rouge-l and rouge-lsum, each the mean of per-example F-measures."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    figures = rouge_figures(options["rouge_max_ngrams"])
+    strategy = options["multiref_strategy"]
+    scorer = RougeScorer(list(figures.values()), use_stemmer=options["rouge_use_stemmer"])
+    per_example: dict[str, list[float]] = {name: [] for name in figures}
+    for hypothesis, references in zip(inputs.hypotheses, inputs.references):
+        pair_scores = [scorer.score(reference, hypothesis) for reference in references]
+        for name, rouge_type in figures.items():
+            fmeasures = [scores[rouge_type].fmeasure for scores in pair_scores]
+            per_example[name].append(combine_references(fmeasures, strategy))
+    scores = {name: 100 * mean(values) for name, values in per_example.items()}
+    details = package_details("rouge-score", use_stemmer=options["rouge_use_stemmer"],
+                              multiref_strategy=strategy, aggregate="mean of per-example F-measures")
+    return MetricResult(scores, details)

@@ -1,0 +1,58 @@
+"""Corpus BLEU, chrF, chrF++ and TER exactly as sacrebleu computes them, multi-reference natively."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, package_details
+
+
+def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
+    """sacrebleu takes one stream per reference position; None pads examples that have fewer references."""
+    width = max(len(refs) for refs in references)
+    return [[refs[k] if k < len(refs) else None for refs in references] for k in range(width)]
+
+
+def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """``bleu`` with sacrebleu's signature, and ``bleu-n``: the cumulative BLEU up to each order n."""
+    from sacrebleu.metrics import BLEU
+
+    max_order = options["bleu_max_ngrams"]
+    metric = BLEU(lowercase=options["lower_evaluation"], tokenize=options["bleu_tokenize"],
+                  max_ngram_order=max_order)
+    corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
+    scores = {"bleu": corpus.score}
+    for order, name in enumerate(ngram_orders("bleu", max_order), start=1):
+        # Clipped counts of order n do not depend on the other orders, so BLEU-n reuses the corpus statistics.
+        scores[name] = BLEU.compute_bleu(corpus.counts[:order], corpus.totals[:order], corpus.sys_len,
+                                         corpus.ref_len, smooth_method=metric.smooth_method,
+                                         smooth_value=metric.smooth_value, max_ngram_order=order).score
+    details = package_details("sacrebleu", signature=metric.get_signature().format(), max_ngram_order=max_order,
+                              brevity_penalty=corpus.bp, hyp_len=corpus.sys_len, ref_len=corpus.ref_len)
+    return MetricResult(scores, details)
+
+
+def chrf(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """Character n-gram F-score (Popović 2015), sacrebleu's defaults."""
+    return _chrf(inputs, options, word_order=0, name="chrf")
+
+
+def chrf_plus_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """chrF with word unigrams and bigrams added (Popović 2017)."""
+    return _chrf(inputs, options, word_order=2, name="chrf++")
+
+
+def _chrf(inputs: MetricInputs, options: Mapping[str, Any], word_order: int, name: str) -> MetricResult:
+    from sacrebleu.metrics import CHRF
+
+    metric = CHRF(word_order=word_order, lowercase=options["lower_evaluation"])
+    corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
+    return MetricResult({name: corpus.score}, package_details("sacrebleu", signature=metric.get_signature().format()))
+
+
+def ter(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """Translation edit rate, sacrebleu's defaults (case-insensitive, as its signature says); lower is better."""
+    from sacrebleu.metrics import TER
+
+    metric = TER()
+    corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
+    return MetricResult({"ter": corpus.score}, package_details("sacrebleu", signature=metric.get_signature().format()))
