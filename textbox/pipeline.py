@@ -124,7 +124,7 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
                                         ("test", config.do_test)) if needed]
     with accelerator.main_process_first():  # builds, tokenizer training and caches happen once, on rank 0
-        splits = read_splits(config, wanted)
+        splits = read_splits(config, wanted, log=logger.info)
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
         model, tokenizer = get_builder(config.model)(config, splits.get("train"))

@@ -75,19 +75,39 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
         json.loads((whole_dir / "results.json").read_text())["test"]
 
 
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
 def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
+    """Validation (and so a save of checkpoint_best and checkpoint_last) at every step: most of the run is
+    saving, so kills at spread-out moments land inside saves."""
     from transformers import AutoModelForSeq2SeqLM
+
+    from textbox.trainer.checkpoint import find_resume_dir
+    from textbox.utils.atomic import restore_interrupted
 
     data = make_copy_dataset(tmp_path / "copy")
     args = [*RUN_ARGS, f"--data_path={data}", "--valid_steps=1", "--filename=killed"]
     run_dir = tmp_path / "saved" / "killed"
-    for delay in (0.0, 0.13, 0.29, 0.41):  # kills at different points of the save cycle
-        process = _start(args if not (run_dir / "checkpoint_last").exists() else [*args, "--resume=True"],
-                         cwd=tmp_path)
-        _wait_for_step(run_dir, 1, process) if not (run_dir / "checkpoint_last").exists() else time.sleep(8)
-        time.sleep(delay)
+    metrics = run_dir / "metrics.jsonl"
+    process = _start(args, cwd=tmp_path)
+    _wait_for_step(run_dir, 2, process)
+    for delay in (0.0, 0.07, 0.15):
         process.kill()
         process.wait()
+        restore_interrupted(run_dir / "checkpoint_best")
+        AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")
+        assert find_resume_dir(run_dir) is not None
+        seen = _lines(metrics)
+        process = _start([*args, "--resume=True"], cwd=tmp_path)
+        deadline = time.monotonic() + 120
+        while _lines(metrics) <= seen and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read()[-3000:]
+            time.sleep(0.01)
+        time.sleep(delay)
+    process.kill()
+    process.wait()
     resumed = run_script([*args, "--resume=True"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")

@@ -85,7 +85,7 @@ def _check_dataset(values: Mapping[str, Any], where) -> list[str]:
 
 
 def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
-    from textbox.evaluator.metrics.registry import known_metrics, metric_outputs, option_problems
+    from textbox.evaluator.metrics.registry import figure_goal, known_metrics, metric_outputs, option_problems
 
     problems = []
     outputs: set[str] = {"loss"}
@@ -102,5 +102,8 @@ def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
             problems.append(f"{where('metrics_for_best_model')}: {name!r} is not produced by metrics="
                             f"{list(values['metrics'])}{suggest(name.lower(), outputs)}; "
                             f"choose from {', '.join(sorted(outputs))}")
+        elif name.lower() != "loss" and figure_goal(name, values) is None:
+            problems.append(f"{where('metrics_for_best_model')}: {name!r} is descriptive (neither higher nor lower "
+                            f"is better) and cannot choose a model")
     problems.extend(option_problems(values["metrics"], values, where))
     return problems

@@ -193,8 +193,7 @@ class Trainer:
             return False
         self.state.validations += 1
         figures, texts = self.evaluate(loader, valid, "valid")
-        names = [name.lower() for name in self.config.metrics_for_best_model]
-        score = selection_score(figures, names)
+        score = selection_score(figures, self.config.metrics_for_best_model, self.config)
         improved = self.state.best_score is None or score > self.state.best_score
         shown = " ".join(f"{k} {v:.4f}" for k, v in figures.items())
         self.logger.info(f"validation {self.state.validations} at step {self.state.step}: {shown}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 
 @dataclass
@@ -29,6 +29,14 @@ class TrainState:
         return cls(**data)
 
 
-def selection_score(figures: dict[str, float], names: list[str]) -> float:
-    """Sum of the chosen validation figures, higher is better: loss-like figures count negatively."""
-    return sum(-figures[name] if name in ("loss", "perplexity") else figures[name] for name in names)
+def selection_score(figures: Mapping[str, float], names: list[str],
+                    options: Mapping[str, Any] | None = None) -> float:
+    """Sum of the chosen validation figures, higher is better: loss and figures whose goal is "min"
+    (ter, perplexity, self_bleu) count negatively."""
+    from textbox.evaluator.metrics.registry import figure_goal
+
+    total = 0.0
+    for name in (n.lower() for n in names):
+        lower_is_better = name == "loss" or figure_goal(name, options or {}) == "min"
+        total += -figures[name] if lower_is_better else figures[name]
+    return total
