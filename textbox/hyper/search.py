@@ -1,0 +1,218 @@
+"""run_hyper.py: search a space file with a hyperopt algorithm, one pipeline run per trial.
+
+The search directory (saved_dir/hyper-<timestamp>, or saved_dir/filename):
+  settings.json, trials.json   what is searched; every finished trial (--resume=True reads both)
+  trial-000/, trial-001/ ...   one run directory per trial, trained without touching the test split
+  test-trial-NNN/              the best trial's checkpoint_best scored on the test split (the only test run)
+  trials.csv, best.json, search.png, summary.md, study.log
+
+Trials are ranked on the validation figures of metrics_for_best_model (see objective.py).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError, load_config
+from textbox.config.schema import SCHEMA, Key
+from textbox.hyper.algorithms import ALGORITHMS, get_algorithm
+from textbox.hyper.objective import Objective
+from textbox.hyper.options import split_options, usage
+from textbox.hyper.runner import Job, Outcome, Runner, execute, run_jobs
+from textbox.hyper.space import parse_space_file
+from textbox.hyper.store import SearchStore, TrialRecord, trial_name
+from textbox.hyper.study import study_directory, study_logger
+from textbox.hyper.summary import write_search_report, write_trials_csv
+from textbox.utils.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    from textbox.hyper.optimizer import Optimizer, Suggestion
+
+SEARCH_OPTIONS = [
+    Key("space", "str", None, "Search-space file, one '<label> <algorithm> <space>' per line "
+                              "(e.g. configs/hyper/example.space).", "search"),
+    Key("algo", "str", "exhaustive", "exhaustive (every point of a discrete grid once), random, tpe (or bayes), "
+                                     "anneal, atpe (needs lightgbm and scikit-learn).", "search", tuple(ALGORITHMS)),
+    Key("max_evals", "int|None", None, "Trials to run, failed ones included; default: the grid size for "
+                                       "exhaustive (required for the other algorithms).", "search"),
+    Key("workers", "int", 1, "Trials run at once, each in a worker process of its own.", "search"),
+    Key("resume", "bool", False, "Continue the search in --saved_dir/--filename from its finished trials.", "search"),
+]
+HELP = usage("usage: python run_hyper.py --space=<file> [--algo=exhaustive] [--max_evals=N] [--workers=N] "
+             "[--resume=True] [--key=value ...]", SEARCH_OPTIONS)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    directory: Path
+    best: TrialRecord | None
+    test: dict[str, float] | None
+    report: str  # the markdown summary, also printed and saved as summary.md
+
+
+def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
+    """Check everything, run the trials (resuming when asked), test the best trial, write the report."""
+    from textbox.hyper.optimizer import Optimizer  # hyperopt loads only when a search really starts
+
+    if runner is None:
+        from textbox.pipeline import run as runner
+    options, run_keys = split_options(argv, SEARCH_OPTIONS)
+    entries = parse_space_file(options["space"])
+    base = load_config((), run_keys)
+    if not (base.do_train and base.do_valid):
+        raise TextBoxUserError("run_hyper chooses trials on validation figures: it needs --do_train=True and "
+                               "--do_valid=True")
+    optimizer = Optimizer(entries, get_algorithm(options["algo"]), base.seed)
+    objective = Objective(base)
+    max_evals = _max_evals(options, optimizer)
+    directory = study_directory(base, "hyper")
+    _check_sample_point(options["space"], run_keys, optimizer.sample(), directory)
+    settings = {"space": [[e.label, e.algorithm, list(e.arguments)] for e in entries], "algo": options["algo"],
+                "run_keys": run_keys}
+    store = SearchStore.open(directory, settings, options["resume"])
+    logger = study_logger(directory, "hyper")
+    for record in store.records:
+        optimizer.replay(record.tid, record.raw, record.score)
+    logger.info(f"search directory {directory}; {options['algo']} over {len(entries)} parameter(s), "
+                f"max_evals={max_evals}, workers={options['workers']}; objective: "
+                f"{objective.describe()}")
+    if options["resume"]:
+        logger.info(f"resuming: {len(store.records)} finished trial(s) kept; interrupted ones (directories left as "
+                    f"they are, points suggested anew): {', '.join(store.interrupted_trials()) or 'none'}")
+    resume_hint = f"continue it with the same arguments plus --filename={directory.name} --resume=True"
+    logger.info(f"if the search is interrupted, {resume_hint}")
+
+    trials = _TrialLoop(optimizer, store, run_keys, objective, max_evals, logger)
+    try:
+        run_jobs(trials.next_job, trials.finish, options["workers"], runner)
+    except (RunInterrupted, KeyboardInterrupt) as stop:
+        raise RunInterrupted(f"search stopped after {len(store.records)} finished trial(s); {resume_hint}",
+                             getattr(stop, "exit_code", 130)) from None
+
+    best = store.best()
+    test, test_error = (None, None)
+    if best is not None and base.do_test:
+        test, test_error = _test_best(best, run_keys, directory, runner, logger)
+    report = write_search_report(directory, store.records, best, test, options["space"], options["algo"], max_evals,
+                                 objective)
+    if best is None:
+        raise TextBoxError(f"all {len(store.records)} trial(s) failed; their errors are in {directory}/trials.csv "
+                           f"and each trial's error.txt")
+    if test_error:
+        raise TextBoxError(f"testing the best trial {trial_name(best.tid)} failed: {test_error}")
+    return SearchResult(directory, best, test, report)
+
+
+def _max_evals(options: dict[str, Any], optimizer: Optimizer) -> int:
+    """Exhaustive: the grid size unless told otherwise (a continuous parameter is an error); others: required."""
+    if options["algo"] == "exhaustive":
+        from textbox.hyper.grid import NotDiscreteError
+
+        try:
+            size = optimizer.grid_size()
+        except NotDiscreteError as error:
+            raise TextBoxUserError(f"--algo=exhaustive, --space={options['space']}: {error}") from None
+        return min(size, options["max_evals"] or size)
+    if options["max_evals"] is None:
+        raise TextBoxUserError(f"--algo={options['algo']} samples without end: give --max_evals=N")
+    return options["max_evals"]
+
+
+def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, Any], directory: Path) -> None:
+    """Before any trial: a space label that is no config key (or a value of the wrong type) fails here,
+    with the message the command line would give."""
+    try:
+        load_config((), trial_overrides(run_keys, point, directory, trial_name(0)))
+    except ConfigError as error:
+        raise ConfigError([f"{problem} [search space {space}, sample point {point}]"
+                           for problem in error.problems]) from None
+
+
+def trial_overrides(run_keys: dict[str, Any], params: dict[str, Any], directory: Path, name: str) -> dict[str, Any]:
+    """A trial's keys: the search's run keys, its point, its own directory, and no test run."""
+    return {**run_keys, **_fit_key_types(params), "saved_dir": str(directory), "filename": name, "do_test": False}
+
+
+def _fit_key_types(params: dict[str, Any]) -> dict[str, Any]:
+    """quniform and friends give floats such as 32.0; a key typed int gets 32."""
+    fitted = dict(params)
+    for label, value in params.items():
+        key = SCHEMA.get(label)
+        if (key and isinstance(value, float) and value.is_integer() and key.type_error(value)
+                and not key.type_error(int(value))):
+            fitted[label] = int(value)
+    return fitted
+
+
+class _TrialLoop:
+    """Hands trials to ``run_jobs`` and records each finished one (store, optimizer, trials.csv, log)."""
+
+    def __init__(self, optimizer: Optimizer, store: SearchStore, run_keys: dict[str, Any], objective: Objective,
+                 max_evals: int, logger: logging.Logger):
+        self.optimizer, self.store, self.run_keys = optimizer, store, run_keys
+        self.objective, self.max_evals, self.logger = objective, max_evals, logger
+        self.running: dict[int, Suggestion] = {}
+        self.tid = store.next_tid()
+
+    def next_job(self) -> Job[int] | None:
+        if len(self.store.records) + len(self.running) >= self.max_evals:
+            return None
+        suggestion = self.optimizer.ask(self.tid)
+        if suggestion is None:
+            self.logger.info("the grid is used up: every point has been tried")
+            return None
+        self.running[self.tid] = suggestion
+        self.tid += 1
+        name = trial_name(suggestion.tid)
+        self.logger.info(f"{name} starts: {_format_params(suggestion.params)}")
+        return Job(suggestion.tid, trial_overrides(self.run_keys, suggestion.params, self.store.directory, name))
+
+    def finish(self, tid: int, outcome: Outcome) -> None:
+        suggestion = self.running.pop(tid)
+        valid = (outcome.results or {}).get("valid", {})
+        error = outcome.error or self.objective.problem(valid)
+        score = None if error else self.objective.score(valid)
+        run_dir = self.store.directory / trial_name(tid)
+        record = TrialRecord(tid, suggestion.params, suggestion.raw, score, valid, round(outcome.seconds, 1),
+                             error, str(run_dir))
+        if outcome.traceback:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(run_dir / "error.txt", outcome.traceback)
+        self.optimizer.tell(tid, score)
+        self.store.add(record)
+        write_trials_csv(self.store.directory, self.store.records)
+        best = self.store.best()
+        if error:
+            self.logger.warning(f"{trial_name(tid)} failed after {outcome.seconds:.0f} s: {error}")
+        else:
+            self.logger.info(f"{trial_name(tid)} finished in {outcome.seconds:.0f} s: score {score:.4g}; best so far "
+                             f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
+
+
+def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, runner: Runner,
+               logger: logging.Logger) -> tuple[dict[str, float] | None, str | None]:
+    """Score the best trial's checkpoint_best on the test split (reused when a resumed search already did)."""
+    test_dir = directory / f"test-{trial_name(best.tid)}"
+    if (test_dir / "results.json").is_file():
+        logger.info(f"test of {trial_name(best.tid)} already done in {test_dir}")
+        return json.loads((test_dir / "results.json").read_text(encoding="utf-8")).get("test"), None
+    if test_dir.exists():
+        logger.info(f"removing the unfinished test run {test_dir}")
+        shutil.rmtree(test_dir)
+    logger.info(f"testing the best trial {trial_name(best.tid)} ({_format_params(best.params)})")
+    overrides = {**run_keys, **_fit_key_types(best.params), "model_path": str(Path(best.run_dir) / "checkpoint_best"),
+                 "do_train": False, "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}
+    outcome = execute(overrides, runner)
+    if outcome.traceback:
+        test_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(test_dir / "error.txt", outcome.traceback)
+    return (outcome.results or {}).get("test"), outcome.error
+
+
+def _format_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{label}={value:.4g}" if isinstance(value, float) else f"{label}={value!r}"
+                     for label, value in params.items())
