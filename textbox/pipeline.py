@@ -100,6 +100,7 @@ def run(config: Config) -> dict[str, Any]:
     logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}")
     if config.tracker != "none":
         accelerator.project_configuration.set_directories(str(run_dir))
+        accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
         accelerator.init_trackers("textbox", config=_tracker_hparams(config))
     results = _train_and_test(config, accelerator, run_dir, logger)
     results["run_dir"] = str(run_dir)

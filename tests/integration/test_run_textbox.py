@@ -56,6 +56,8 @@ def test_saved_config_reproduces_the_run(trained_run: Path):
     first = json.loads((trained_run / "results.json").read_text())
     again = json.loads((work / "saved" / "rerun" / "results.json").read_text())
     assert again["test"] == first["test"] and again["valid"] == first["valid"]
+    log = (work / "saved" / "rerun" / "project.log").read_text()
+    assert "loaded tokenizer from cache" in log and "loaded tokenized train" in log  # tokenised once
     assert (work / "saved" / "rerun" / "generation.txt").read_text() == (trained_run / "generation.txt").read_text()
 
 

@@ -31,10 +31,15 @@ class Config(Mapping[str, Any]):
         object.__setattr__(self, "_sources", dict(sources or {}))
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
             raise AttributeError(f"unknown config key {name!r}") from None
+
+    def __reduce__(self):
+        return (Config, (self._values, self._sources))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
@@ -184,6 +189,8 @@ def load_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = 
                 problems.append(f"unknown key {where}{suggest(key, SCHEMA)} "
                                 f"(python run_textbox.py --help lists every key)")
                 continue
+            if SCHEMA[key].type == "dict" and isinstance(value, dict) and isinstance(values[key], dict):
+                value = {**values[key], **value}  # dict keys merge key by key: --config_kwargs={'d_model':64}
             values[key] = value
             sources[key] = origin
     values["config_files"] = extra_files

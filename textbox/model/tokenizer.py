@@ -31,7 +31,9 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: in
     with atomic_directory(cached) as tmp:
         tokenizer.save_pretrained(tmp)
     log(f"trained a byte-level BPE tokenizer ({len(tokenizer)} tokens) on {len(corpus)} texts; cached in {cached}")
-    return tokenizer
+    # The reloaded copy, so that this run and every later one (which loads the cache) use an identical
+    # tokenizer: same behaviour and the same fingerprint for the tokenised-data cache.
+    return AutoTokenizer.from_pretrained(cached)
 
 
 def _digest(corpus: list[str], vocab_size: int, min_frequency: int) -> str:

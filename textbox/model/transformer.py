@@ -15,16 +15,6 @@ from textbox.model.loading import from_pretrained, reject_unknown_config_kwargs,
 from textbox.model.tokenizer import train_bpe_tokenizer
 from textbox.utils.logging import get_logger
 
-# A small model that trains on CPU in minutes; config_kwargs override any of these.
-DEFAULT_ARCHITECTURE: dict[str, Any] = {
-    "d_model": 256,
-    "encoder_layers": 3,
-    "decoder_layers": 3,
-    "encoder_attention_heads": 4,
-    "decoder_attention_heads": 4,
-    "encoder_ffn_dim": 1024,
-    "decoder_ffn_dim": 1024,
-}
 DEFAULT_TOKENIZER: dict[str, int] = {"vocab_size": 8000, "min_frequency": 2}
 
 
@@ -57,9 +47,9 @@ def _tokenizer_settings(config: Config) -> dict[str, int]:
 
 
 def _bart_config(config: Config, tokenizer: Any) -> BartConfig:
-    """Sizes from DEFAULT_ARCHITECTURE < config_kwargs; vocabulary and special ids from the tokenizer."""
+    """Sizes from config_kwargs (configs/model/transformer.yaml holds the defaults, merged key by key with the
+    user's), anything unset from BartConfig; vocabulary and special ids from the tokenizer."""
     base = {
-        **DEFAULT_ARCHITECTURE,
         "vocab_size": len(tokenizer),
         "max_position_embeddings": _positions_needed(config),
         "pad_token_id": tokenizer.pad_token_id,

@@ -114,13 +114,15 @@ class Trainer:
                         stop = self._validate(valid_loader, valid)
                     self._stop_if_signalled(stop_request)
                     if stop or self.state.step >= total_steps:
-                        stop = True
                         break
-                else:
+                if self.state.batches_in_epoch == len(train_loader):  # the epoch ran to its end
                     self.state.epoch, self.state.batches_in_epoch = epoch + 1, 0
-                    if config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
+                    if not stop and config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
                         stop = self._validate(valid_loader, valid)
                     self._stop_if_signalled(stop_request)
+                stop = stop or self.state.step >= total_steps
+            if self.state.validated_step != self.state.step:
+                self._validate(valid_loader, valid)  # the final model always competes for checkpoint_best
         progress.close()
         if valid is None or not self.best_dir.exists():
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
@@ -192,6 +194,7 @@ class Trainer:
         if loader is None or valid is None:
             return False
         self.state.validations += 1
+        self.state.validated_step = self.state.step
         figures, texts = self.evaluate(loader, valid, "valid")
         score = selection_score(figures, self.config.metrics_for_best_model, self.config)
         improved = self.state.best_score is None or score > self.state.best_score

@@ -15,6 +15,7 @@ class TrainState:
     epoch: int = 0  # epochs completed
     batches_in_epoch: int = 0  # batches of the current epoch already consumed (for mid-epoch resume)
     validations: int = 0
+    validated_step: int | None = None  # step of the latest validation
     best_score: float | None = None
     best_step: int | None = None
     best_valid: dict[str, float] = field(default_factory=dict)

@@ -154,3 +154,18 @@ def test_every_model_yaml_loads_through_the_full_validation(model: str, data_dir
 def test_every_dataset_yaml_loads_through_the_full_validation(dataset: str, data_dir: Path):
     config = load_config([f"--dataset={dataset}", f"--data_path={data_dir}"])
     assert config.dataset == dataset
+
+
+def test_dict_keys_merge_key_by_key_across_layers(data_dir: Path):
+    """--config_kwargs={'encoder_layers': 1} changes one size and keeps the rest of the model yaml's."""
+    config = load_config([f"--data_path={data_dir}", "--config_kwargs={'encoder_layers': 1}"])
+    shipped = yaml.safe_load((PROJECT_ROOT / "configs" / "model" / "transformer.yaml").read_text())["config_kwargs"]
+    assert config.config_kwargs == {**shipped, "encoder_layers": 1}
+
+
+def test_config_pickles_for_worker_processes(data_dir: Path):
+    import pickle
+
+    config = load_config([f"--data_path={data_dir}", "--epochs=3"])
+    again = pickle.loads(pickle.dumps(config))
+    assert again == config and again.epochs == 3 and again.source_of("epochs") == "command line"

@@ -17,13 +17,6 @@ def test_builds_a_bart_sized_by_config_kwargs_with_the_tokenizer_vocabulary(tiny
     assert model.config.vocab_size == len(tokenizer) == model.get_input_embeddings().num_embeddings
 
 
-def test_architecture_defaults_apply_where_config_kwargs_are_silent(tiny_config, train_split):
-    model, _ = transformer.build(tiny_config(config_kwargs={"encoder_layers": 1}), train_split)
-    assert model.config.encoder_layers == 1
-    assert (model.config.d_model, model.config.decoder_layers, model.config.encoder_attention_heads,
-            model.config.encoder_ffn_dim) == (256, 3, 4, 1024)
-
-
 def test_special_ids_agree_between_tokenizer_config_and_generation_config(tiny_transformer):
     model, tokenizer = tiny_transformer
     expected = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
