@@ -1,0 +1,54 @@
+"""Generation for arbitrary inputs: `--input_file` (one source per line, '-' for stdin) -> `--output_file`
+(one generation per line in input order, '-' for stdout), with the same prompts, truncation, batching and
+generation settings as a test run."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from textbox.config import Config, DataError
+from textbox.data.tokenize import encode_within
+from textbox.evaluator.generate import generate_texts
+from textbox.utils.atomic import write_text_atomic
+
+
+def read_inputs(path: str) -> list[str]:
+    """Lines of ``path`` (or stdin for '-'), trailing newline stripped; an empty line is an error naming it."""
+    where = "stdin" if path == "-" else path
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{where}: not UTF-8 text (byte {error.start}); re-encode it as UTF-8") from error
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise DataError(f"--input_file: {where} holds no lines to generate for")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise DataError(f"{where} line {number}: empty source; remove the line or give it text")
+    return lines
+
+
+def write_outputs(path: str, texts: list[str]) -> None:
+    content = "".join(text + "\n" for text in texts)
+    if path == "-":
+        sys.stdout.write(content)
+        sys.stdout.flush()
+    else:
+        write_text_atomic(Path(path), content)
+
+
+def run_inference(config: Config, trainer, run_dir: Path) -> list[str]:
+    """Generate for every input line with the trainer's best (or given) model; write them in input order."""
+    sources = read_inputs(config.input_file)
+    inputs = encode_within(trainer.tokenizer, sources, config.src_len, config.truncate, "src_len",
+                           config.prefix_prompt or "", config.suffix_prompt or "")
+    trainer.use_best_model()
+    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    texts = generate_texts(trainer.accelerator, trainer.model, trainer.tokenizer, loader, trainer.generation,
+                           "generate")
+    if trainer.accelerator.is_main_process:
+        write_outputs(config.output_file or str(run_dir / "generation.txt"), texts)
+    trainer.logger.info(f"generated {len(texts)} outputs for {config.input_file}")
+    return texts
