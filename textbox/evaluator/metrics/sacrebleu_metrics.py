@@ -12,13 +12,31 @@ def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(width)]
 
 
+def scorer(figure: str, options: Mapping[str, Any], sentence_level: bool = False) -> Any:
+    """The sacrebleu metric that computes ``figure`` (bleu, chrf, chrf++ or ter) under ``options``.
+
+    One place builds them so that the figures here and the analysis's per-example statistics
+    (textbox.analysis.example_stats) cannot drift apart. ``sentence_level`` gives BLEU sacrebleu's
+    sentence_bleu settings (effective n-gram order); the other metrics score sentences unchanged.
+    """
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if figure == "bleu":
+        return BLEU(lowercase=options["lower_evaluation"], tokenize=options["bleu_tokenize"],
+                    max_ngram_order=options["bleu_max_ngrams"], effective_order=sentence_level)
+    if figure in ("chrf", "chrf++"):
+        return CHRF(word_order=2 if figure == "chrf++" else 0, lowercase=options["lower_evaluation"])
+    if figure == "ter":
+        return TER()
+    raise KeyError(f"no sacrebleu metric computes {figure!r}")
+
+
 def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """``bleu`` with sacrebleu's signature, and ``bleu-n``: the cumulative BLEU up to each order n."""
     from sacrebleu.metrics import BLEU
 
     max_order = options["bleu_max_ngrams"]
-    metric = BLEU(lowercase=options["lower_evaluation"], tokenize=options["bleu_tokenize"],
-                  max_ngram_order=max_order)
+    metric = scorer("bleu", options)
     corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
     scores = {"bleu": corpus.score}
     for order, name in enumerate(ngram_orders("bleu", max_order), start=1):
@@ -33,26 +51,22 @@ def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
 
 def chrf(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """Character n-gram F-score (Popović 2015), sacrebleu's defaults."""
-    return _chrf(inputs, options, word_order=0, name="chrf")
+    return _chrf(inputs, options, "chrf")
 
 
 def chrf_plus_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """chrF with word unigrams and bigrams added (Popović 2017)."""
-    return _chrf(inputs, options, word_order=2, name="chrf++")
+    return _chrf(inputs, options, "chrf++")
 
 
-def _chrf(inputs: MetricInputs, options: Mapping[str, Any], word_order: int, name: str) -> MetricResult:
-    from sacrebleu.metrics import CHRF
-
-    metric = CHRF(word_order=word_order, lowercase=options["lower_evaluation"])
+def _chrf(inputs: MetricInputs, options: Mapping[str, Any], name: str) -> MetricResult:
+    metric = scorer(name, options)
     corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
     return MetricResult({name: corpus.score}, package_details("sacrebleu", signature=metric.get_signature().format()))
 
 
 def ter(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """Translation edit rate, sacrebleu's defaults (case-insensitive, as its signature says); lower is better."""
-    from sacrebleu.metrics import TER
-
-    metric = TER()
+    metric = scorer("ter", options)
     corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
     return MetricResult({"ter": corpus.score}, package_details("sacrebleu", signature=metric.get_signature().format()))
