@@ -36,7 +36,7 @@ def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int
     return root
 
 
-def run_script(args: list[str], cwd: Path, timeout: int = 300, env: dict | None = None,
+def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None = None,
                script: str = "run_textbox.py") -> subprocess.CompletedProcess:
     """Run one of the project's scripts as a user would, in ``cwd``."""
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",

@@ -24,9 +24,10 @@ def export_gpu_id(config: Config) -> None:
 
 
 def resolve_mixed_precision(config: Config) -> str:
-    """The launcher's --mixed_precision and the config must not silently disagree."""
+    """The launcher's --mixed_precision and the config must not silently disagree. `accelerate launch` always
+    exports one ('no' when given none), so its 'no' leaves the choice to the config."""
     launcher = os.environ.get("ACCELERATE_MIXED_PRECISION")
-    if launcher is None or launcher == config.mixed_precision:
+    if launcher in (None, "no", config.mixed_precision):
         return config.mixed_precision
     if config.source_of("mixed_precision") == "default":
         return launcher
@@ -52,41 +53,17 @@ def build_accelerator(config: Config) -> Any:
         mixed_precision=precision,
         log_with=tracker,
         project_dir=config.saved_dir,  # moved to the run directory once its name is agreed on (run())
-        gradient_accumulation_steps=config.accumulation_steps,
+        # No gradient_accumulation_steps: the Trainer accumulates itself, weighting every target token alike.
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )
 
 
-def prepare_run_dir(config: Config, accelerator: Any) -> Path:
-    """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename."""
-    from accelerate.utils import broadcast_object_list
-
-    name = config.filename or f"{config.model}-{config.dataset}-{time.strftime('%Y-%b-%d_%H-%M-%S')}"
-    name = broadcast_object_list([name])[0]
-    run_dir = Path(config.saved_dir) / name
-    problem = None
-    if accelerator.is_main_process:
-        if config.resume:
-            if not run_dir.is_dir():
-                problem = f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
-        elif run_dir.exists() and any(run_dir.iterdir()):
-            problem = (f"run directory {run_dir} already holds a run; choose another --filename "
-                       f"(or leave it unset for a timestamped name)")
-        else:
-            try:
-                run_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                problem = f"--saved_dir={config.saved_dir}: cannot create {run_dir}: {error.strerror}"
-    problem = broadcast_object_list([problem])[0]
-    if problem:
-        raise TextBoxUserError(problem)
-    accelerator.wait_for_everyone()
-    return run_dir
-
-
 def run(config: Config) -> dict[str, Any]:
     """Train, validate and test as the config says; return (and write) the results."""
+    from textbox.trainer.run_dir import continue_run_config, prepare_run_dir
+
+    config = continue_run_config(config)
     export_gpu_id(config)
     accelerator = build_accelerator(config)
     run_dir = prepare_run_dir(config, accelerator)
@@ -97,7 +74,9 @@ def run(config: Config) -> dict[str, Any]:
     started = time.perf_counter()
     if accelerator.is_main_process:
         write_text_atomic(run_dir / "config.yaml", config.to_yaml())
-    logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}")
+    logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}, "
+                f"mixed precision {accelerator.mixed_precision}")
+    logger.info(config_summary(config))
     if config.tracker != "none":
         accelerator.project_configuration.set_directories(str(run_dir))
         accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
@@ -120,10 +99,12 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     from textbox.model.loading import count_parameters
     from textbox.model.registry import get_builder
     from textbox.trainer.loop import EvalSet, Trainer
+    from textbox.trainer.run_dir import check_free_space, peak_checkpoint_bytes
 
     set_seed(config.seed)
+    testing = config.do_test and not config.input_file  # --input_file takes the test split's place
     wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
-                                        ("test", config.do_test)) if needed]
+                                        ("test", testing)) if needed]
     with accelerator.main_process_first():  # builds, tokenizer training and caches happen once, on rank 0
         splits = read_splits(config, wanted, log=logger.info)
         for name, split in splits.items():
@@ -132,17 +113,28 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
         tokenized = tokenize_splits(config, splits, tokenizer, logger.info)
     trainable, total = count_parameters(model)
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
+    if config.do_train:
+        weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+        check_free_space(run_dir, peak_checkpoint_bytes(weight_bytes, config.max_save), accelerator)
 
     trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir, logger)
     results: dict[str, Any] = {}
     if config.do_train:
         valid = EvalSet(tokenized["valid"], splits["valid"]) if "valid" in splits else None
+        started = time.perf_counter()
         state = trainer.fit(tokenized["train"], valid)
+        results["train_seconds"] = round(time.perf_counter() - started, 1)  # validation included
         results["valid"] = state.best_valid
         results["best_step"] = state.best_step
         results["steps"] = state.step
-    if config.do_test:
+    if config.input_file:
+        from textbox.inference import run_inference
+
+        run_inference(config, trainer, run_dir)
+    elif config.do_test:
+        started = time.perf_counter()
         scores, texts = trainer.test(EvalSet(tokenized["test"], splits["test"]))
+        results["test_seconds"] = round(time.perf_counter() - started, 1)
         results["test"] = scores
         if accelerator.is_main_process:
             write_text_atomic(run_dir / "generation.txt", "".join(text + "\n" for text in texts))
@@ -162,6 +154,15 @@ def _quiet_libraries() -> None:
     datasets.disable_progress_bars()
     # accelerate warns on every save that tied embeddings are stored once; loading re-ties them.
     logging.getLogger("accelerate.utils.other").setLevel(logging.ERROR)
+
+
+def config_summary(config: Config) -> str:
+    """The keys that differ from their defaults and where each was set: what makes this run this run."""
+    from textbox.config.schema import DEFAULTS
+
+    changed = [f"  {key} = {value!r}  ({config.source_of(key)})" for key, value in config.items()
+               if value != DEFAULTS[key]]
+    return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])
 
 
 def _tracker_hparams(config: Config) -> dict[str, Any]:

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
 
 pytestmark = pytest.mark.slow
 
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # tiny models: fastest on one thread, and robust on busy cores
 RUN_ARGS = [*TINY_MODEL_ARGS, "--dataset=copy", "--epochs=3", "--logging_steps=1", "--valid_strategy=step",
             "--valid_steps=10", "--train_batch_size=8", "--accumulation_steps=2", "--scheduler=linear",
             "--warmup_steps=3"]
@@ -32,9 +33,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _start(args: list[str], cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.Popen([sys.executable, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
+def _start(args: list[str], cwd: Path, launcher: tuple[str, ...] = (sys.executable,)) -> subprocess.Popen:
+    env = {**os.environ, **ONE_THREAD, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "PYTHONPATH": str(PROJECT_ROOT), "ACCELERATE_USE_CPU": "true"}  # read by accelerate launch only
+    return subprocess.Popen([*launcher, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -51,7 +53,7 @@ def _wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout:
 def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     data = make_copy_dataset(tmp_path / "copy")
     args = [*RUN_ARGS, f"--data_path={data}"]
-    whole = run_script([*args, "--filename=whole"], cwd=tmp_path)
+    whole = run_script([*args, "--filename=whole"], cwd=tmp_path, env=ONE_THREAD)
     assert whole.returncode == 0, whole.stderr[-3000:]
 
     process = _start([*args, "--filename=cut"], cwd=tmp_path)
@@ -64,7 +66,7 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 18  # 96 examples / (8 x 2) = 6 steps per epoch, 18 in all
 
-    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path)
+    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole_dir = tmp_path / "saved" / "whole"
     assert _losses(cut_dir) == _losses(whole_dir)
@@ -108,7 +110,53 @@ def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
         time.sleep(delay)
     process.kill()
     process.wait()
-    resumed = run_script([*args, "--resume=True"], cwd=tmp_path)
+    resumed = run_script([*args, "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")
     assert json.loads((run_dir / "checkpoint_last" / "train_state.json").read_text())["step"] == 18
+
+
+def _two_process_launcher() -> tuple[str, ...]:
+    """accelerate launch with 2 CPU processes and bf16 set by the launcher only (the config keeps its default)."""
+    command = accelerate_two_cpu_processes()
+    command[command.index("--mixed_precision") + 1] = "bf16"
+    return tuple(command)
+
+
+def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
+    """2 processes, accumulation_steps=2: 96 examples = 6 batches of 8 per process and epoch = 3 steps per
+    epoch, 9 in all. SIGTERM to the launcher mid-run, then --resume=True: the same per-step losses (same data
+    order), the same final weights and metrics as the uninterrupted 2-process run."""
+    data = make_copy_dataset(tmp_path / "copy", sizes={"train": 96, "valid": 16, "test": 16})
+    args = [*RUN_ARGS, f"--data_path={data}", "--epochs=3", "--valid_strategy=epoch", "--valid_steps=1"]
+    launcher = _two_process_launcher()
+
+    def launch(*extra: str) -> subprocess.Popen:
+        return _start([*args, *extra], cwd=tmp_path, launcher=launcher)
+
+    whole = launch("--filename=whole")
+    _, stderr = whole.communicate(timeout=300)
+    assert whole.returncode == 0, stderr[-3000:]
+
+    cut_dir = tmp_path / "saved" / "cut"
+    cut = launch("--filename=cut")
+    _wait_for_step(cut_dir, 2, cut)
+    cut.send_signal(signal.SIGTERM)
+    _, stderr = cut.communicate(timeout=120)
+    assert cut.returncode != 0 and "interrupted at step" in stderr, stderr[-3000:]
+    stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
+    assert 2 <= stopped_at < 9, stopped_at
+
+    resumed = launch("--filename=cut", "--resume=True")
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr[-3000:]
+    whole_dir = tmp_path / "saved" / "whole"
+    first_line = (whole_dir / "project.log").read_text().splitlines()[0]
+    assert "2 process(es) on cpu" in first_line and first_line.endswith("mixed precision bf16")
+    assert sorted(_losses(whole_dir)) == list(range(1, 10))
+    assert _losses(cut_dir) == _losses(whole_dir)
+    assert _digest(cut_dir / "checkpoint_last" / "model.safetensors") == \
+        _digest(whole_dir / "checkpoint_last" / "model.safetensors")
+    results = [json.loads((path / "results.json").read_text()) for path in (cut_dir, whole_dir)]
+    assert results[0]["steps"] == results[1]["steps"] == 9
+    assert results[0]["valid"] == results[1]["valid"] and results[0]["test"] == results[1]["test"]

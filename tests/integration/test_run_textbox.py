@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
             "--do_train=False", "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=4"]
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
     command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args, "--filename=two_procs"]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 process(es)" in (work / "saved" / "two_procs" / "project.log").read_text()
     single = run_script([*args, "--filename=one_proc"], cwd=work)
@@ -93,3 +94,21 @@ def test_bad_config_exits_2_without_writing(tmp_path: Path):
     assert done.returncode == 2
     assert "did you mean 'learning_rate'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "saved").exists()
+
+
+def test_inference_on_a_file_and_on_stdin_keeps_order(trained_run: Path):
+    """--input_file/--output_file generate for arbitrary inputs exactly as the test pass does for the test split."""
+    work = trained_run.parent.parent
+    args = [f"--model_path={trained_run / 'checkpoint_best'}", "--do_train=False", "--do_valid=False",
+            "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", f"--data_path={work / 'copy'}"]
+    expected = (trained_run / "generation.txt").read_text()
+    done = run_script([*args, f"--input_file={work / 'copy' / 'test.src'}", f"--output_file={work / 'out.txt'}",
+                       "--filename=infer"], cwd=work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (work / "out.txt").read_text() == expected
+    piped = subprocess.run([sys.executable, str(PROJECT_ROOT / "run_textbox.py"), *args, "--input_file=-",
+                            "--output_file=-", "--filename=infer_stdin"], cwd=work, capture_output=True, text=True,
+                           input=(work / "copy" / "test.src").read_text(), timeout=900,
+                           env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"})
+    assert piped.returncode == 0, piped.stderr[-3000:]
+    assert piped.stdout == expected

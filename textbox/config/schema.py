@@ -65,7 +65,8 @@ def _key(group: str, name: str, type: str, default: Any, doc: str, choices: tupl
 _key("run", "model", "str", "transformer",
      "Model name from the registry (case-insensitive), e.g. transformer, bart, t5, bert2bert.")
 _key("run", "model_path", "str|None", None,
-     "Hub id or local directory of a pretrained model, or a run's checkpoint directory to resume or test.")
+     "Hub id or local directory of a pretrained model, a run's checkpoint directory to test, or a run directory "
+     "(saved/<run>, holding config.yaml and checkpoint_last/) to continue that run as --resume=True does.")
 _key("run", "from_scratch", "bool", False,
      "Build the model from model_path's config with freshly initialised weights.")
 _key("run", "dataset", "str", "pydoc", "Dataset name; its yaml in configs/dataset/ is merged if present.")
@@ -86,7 +87,9 @@ _key("hardware", "gpu_id", "int|str|list[int]|None", None,
      "None keeps what the environment gives.")
 _key("hardware", "find_unused_parameters", "bool", False,
      "Passed to DistributedDataParallel; set True when some parameters get no gradient.")
-_key("hardware", "mixed_precision", "str", "no", "Autocast precision: no, fp16 (CUDA only) or bf16.",
+_key("hardware", "mixed_precision", "str", "no",
+     "Autocast precision: no, fp16 (CUDA only) or bf16 (CPU too); may instead come from accelerate launch's "
+     "--mixed_precision, but the two must not disagree.",
      ("no", "fp16", "bf16"))
 _key("hardware", "num_workers", "int", 0, "DataLoader worker processes.")
 
@@ -136,10 +139,13 @@ _key("train", "scheduler", "str", "constant", "Learning-rate schedule.",
 _key("train", "warmup_steps", "int", 0, "Linear warm-up steps.")
 _key("train", "warmup_ratio", "float", 0.0, "Warm-up as a fraction of all steps (used when warmup_steps=0).")
 _key("train", "grad_clip", "float|None", 1.0, "Maximum gradient norm; None disables clipping.")
-_key("train", "accumulation_steps", "int", 1, "Batches accumulated per optimiser step.")
+_key("train", "accumulation_steps", "int", 1,
+     "Batches accumulated per optimiser step: the gradient is exactly that of one batch this many times larger "
+     "(over all processes, every target token weighing the same).")
 _key("train", "logging_steps", "int", 50, "Log loss and throughput every this many optimiser steps.")
 _key("train", "skip_nan_batches", "bool", False,
-     "Skip a batch whose loss is NaN/inf (with a warning) instead of stopping the run.")
+     "Skip a batch whose loss is NaN/inf (with a warning) instead of stopping the run (which names the step "
+     "and keeps the checkpoints of the last validation).")
 _key("train", "tracker", "str", "tensorboard",
      "Experiment tracker fed through accelerate (metrics.jsonl is always written).",
      ("tensorboard", "wandb", "mlflow", "none"))
@@ -159,8 +165,20 @@ _key("valid", "max_save", "int", 0,
 
 # --- evaluation -------------------------------------------------------------------------------
 _key("eval", "metrics", "list[str]", ["bleu", "rouge"], "Metrics computed on validation and test generations.")
+_key("eval", "input_file", "str|None", None,
+     "Generate for these sources (one per line, '-' = stdin) instead of testing on the dataset's test split.")
+_key("eval", "output_file", "str|None", None,
+     "Where --input_file's generations go, one line per input in order ('-' = stdout); default "
+     "<run dir>/generation.txt.")
 _key("eval", "generation_kwargs", "dict", {},
      "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len.")
+# Speed: length-aware batching (textbox/data/batching.py).
+_key("train", "max_tokens", "int|None", None,
+     "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
+     "are cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
+_key("eval", "eval_max_tokens", "int|None", None,
+     "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
+     "evaluation batches are length-sorted either way and outputs keep the dataset order.")
 # Options of the metrics themselves (also accepted by `python -m textbox.evaluate`).
 _key("metrics", "lower_evaluation", "bool", False,
      "Lowercase hypotheses, references and sources before scoring (BLEU/chrF signatures then say case:lc).")

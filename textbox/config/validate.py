@@ -27,6 +27,9 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
             problems.append(f"{where(name)} must be 0 or more, got {values[name]}")
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")
+    for name in ("max_tokens", "eval_max_tokens"):
+        if values[name] is not None and values[name] < 1:
+            problems.append(f"{where(name)} must be at least 1 (or None), got {values[name]}")
     if values["stopping_steps"] is not None and values["stopping_steps"] < 1:
         problems.append(f"{where('stopping_steps')} must be at least 1 (or None)")
     if not values["learning_rate"] > 0:
@@ -43,6 +46,12 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
         problems.append(f"{where('resume')} needs --filename=<the run directory's name> (and its --saved_dir)")
     if values["resume"] and not values["do_train"]:
         problems.append(f"{where('resume')} continues training; it needs --do_train=True")
+
+    if values["output_file"] and not values["input_file"]:
+        problems.append(f"{where('output_file')} needs --input_file=<sources, one per line> (test generations "
+                        f"always go to the run directory's generation.txt)")
+    if values["input_file"] not in (None, "-") and not Path(values["input_file"]).is_file():
+        problems.append(f"{where('input_file')}: file {values['input_file']} does not exist")
 
     problems.extend(_check_model(values, where))
     problems.extend(_check_dataset(values, where))

@@ -1,4 +1,9 @@
-"""Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order."""
+"""Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order.
+
+The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search, and
+detokenisation overlapping generation. Batches come length-sorted from Trainer.eval_loader, each example with
+its dataset ``index``.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -7,6 +12,9 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
+
+from textbox.decoding.cross_attention import shared_cross_attention
+from textbox.decoding.detokenize import BackgroundDetokenizer
 
 
 def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict[str, Any]:
@@ -17,25 +25,23 @@ def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict
     return settings
 
 
-def one_line(text: str) -> str:
-    """Generated text may contain newlines; every output must stay one line per example."""
-    return " ".join(text.split())
-
-
 @torch.no_grad()
 def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
                    settings: dict[str, Any], description: str) -> list[str]:
-    """Decode every batch; gather_for_metrics restores dataset order and drops distributed padding."""
+    """Decode every batch (each carries its examples' ``index``); every process returns all texts in dataset
+    order, whatever the batch order and the number of processes."""
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
     unwrapped.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    texts: list[str] = []
-    for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
-        with accelerator.autocast():
-            ids = unwrapped.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **settings)
-        ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
-        ids = accelerator.gather_for_metrics(ids)
-        texts.extend(one_line(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True))
+    num_beams = settings.get("num_beams") or unwrapped.generation_config.num_beams or 1  # None means 1
+    with BackgroundDetokenizer(tokenizer) as detokenizer, shared_cross_attention(unwrapped, num_beams) as extra:
+        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
+            with accelerator.autocast():
+                ids = unwrapped.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                                         **settings, **extra())
+            ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
+            detokenizer.submit(*accelerator.gather((ids, batch["index"])))
+        texts = detokenizer.texts(len(loader.dataset))
     unwrapped.train(was_training)
     return texts

@@ -2,13 +2,14 @@
 checkpoints and exact resume. Progress lives in a TrainState; the Config is never mutated."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import torch
 from accelerate import Accelerator
@@ -20,13 +21,15 @@ from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
 from textbox.evaluator.generate import generate_texts, generation_settings
 from textbox.trainer import checkpoint
-from textbox.trainer.loss import forward_token_losses
+from textbox.trainer.ddp import explain_ddp_errors
+from textbox.trainer.loss import forward_token_losses, target_tokens
 from textbox.trainer.optim import build_optimizer, build_scheduler
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, selection_score
 from textbox.utils.atomic import restore_interrupted, write_text_atomic
 
 LOSS_LIKE = ("loss", "perplexity")
+Batch = TypeVar("Batch")
 
 
 @dataclass
@@ -38,10 +41,15 @@ class EvalSet:
 
 
 class Trainer:
-    """Trains one model under accelerate and keeps checkpoint_best of the chosen validation figures."""
+    """Trains one model under accelerate and keeps checkpoint_best of the chosen validation figures.
+
+    It accumulates gradients itself (config.accumulation_steps), so the Accelerator must not also do it."""
 
     def __init__(self, config: Config, accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any,
                  collator: Any, run_dir: Path, logger: logging.Logger):
+        if accelerator.gradient_accumulation_steps != 1:
+            raise ValueError("build the Accelerator without gradient_accumulation_steps: the Trainer accumulates "
+                             "config.accumulation_steps batches itself")
         self.config = config
         self.accelerator = accelerator
         self.model = model
@@ -53,10 +61,19 @@ class Trainer:
         self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
         self.metric_details: dict[str, Any] = {}
+        self.resume_step: int | None = None  # the step checkpoint_last holds
 
     # --- data ---------------------------------------------------------------------------------
     def eval_loader(self, data: Any) -> DataLoader:
-        loader = DataLoader(data, batch_size=self.config.eval_batch_size, shuffle=False,
+        """Length-sorted batches (eval_max_tokens or eval_batch_size); every example carries its ``index``,
+        by which generations return to dataset order."""
+        from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
+
+        batches = LengthSortedBatchSampler(column_lengths(data, "input_ids"), column_lengths(data, "labels"),
+                                           self.config.eval_batch_size, self.config.eval_max_tokens,
+                                           self.accelerator.num_processes)
+        # Its own generator: validation must not draw from the global RNG that training's dropout uses.
+        loader = DataLoader(EvalExamples(data), batch_sampler=batches, generator=torch.Generator().manual_seed(0),
                             collate_fn=self.collator, num_workers=self.config.num_workers)
         return self.accelerator.prepare(loader)
 
@@ -64,6 +81,17 @@ class Trainer:
         # Its own generator: creating an epoch iterator must not draw from the global RNG (dropout),
         # or a resumed run would diverge from an uninterrupted one.
         generator = torch.Generator().manual_seed(self.config.seed)
+        if self.config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
+            from textbox.data.batching import TokenBudgetBatchSampler, column_lengths, padding_fraction
+
+            sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
+            batches = TokenBudgetBatchSampler(sources, targets, self.config.max_tokens, self.config.seed)
+            self.logger.info(f"max_tokens={self.config.max_tokens}: {len(batches)} batches per epoch of "
+                             f"{len(data) / len(batches):.1f} examples on average, "
+                             f"{padding_fraction(batches.batches(), sources, targets):.1%} of their tokens padding")
+            loader = DataLoader(data, batch_sampler=batches, generator=generator, collate_fn=self.collator,
+                                num_workers=self.config.num_workers)
+            return self.accelerator.prepare(loader)
         loader = DataLoader(data, batch_size=self.config.train_batch_size, shuffle=True, generator=generator,
                             collate_fn=self.collator, num_workers=self.config.num_workers)
         return self.accelerator.prepare(loader)
@@ -85,12 +113,12 @@ class Trainer:
                          f"steps per epoch, {total_steps} steps in all, {accelerator.num_processes} process(es)"
                          + (f"; resuming at step {self.state.step}" if self.state.step else ""))
 
-        window = _ThroughputWindow(accelerator.num_processes)
+        window = _ThroughputWindow()
         progress = tqdm(total=total_steps, initial=self.state.step, desc="train",
                         disable=not accelerator.is_local_main_process)
         stop = self.state.step >= total_steps
         self.model.train()
-        with stop_on_signals() as stop_request:
+        with stop_on_signals() as stop_request, explain_ddp_errors():
             for epoch in range(self.state.epoch, epochs):
                 if stop:
                     break
@@ -98,15 +126,11 @@ class Trainer:
                 batches = train_loader
                 if self.state.batches_in_epoch:
                     batches = accelerator.skip_first_batches(train_loader, self.state.batches_in_epoch)
-                for batch in batches:
-                    loss = self._train_batch(batch, optimizer)
-                    self.state.batches_in_epoch += 1
-                    window.add(batch, loss)
-                    if not accelerator.sync_gradients:
-                        continue
+                for batch_window in accumulation_windows(batches, config.accumulation_steps):
+                    window.add(*self._train_step(batch_window, optimizer))
+                    self.state.batches_in_epoch += len(batch_window)
                     scheduler.step()
                     self.state.step += 1
-                    window.steps += 1
                     progress.update(1)
                     if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
                         self._log_train(window, scheduler, total_steps, epoch)
@@ -126,7 +150,7 @@ class Trainer:
         progress.close()
         if valid is None or not self.best_dir.exists():
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
-        checkpoint.save_resume_state(accelerator, self.run_dir, self.state)  # the final state, for the record
+        self._save_resume_state()  # the final state, for the record
         return self.state
 
     def _resume_if_asked(self) -> None:
@@ -137,43 +161,83 @@ class Trainer:
             raise TextBoxError(f"--resume=True but {self.run_dir} has no {checkpoint.LAST}/ to resume from; "
                                f"drop --resume to start afresh")
         self.state = checkpoint.load_resume_state(self.accelerator, found)
+        self.resume_step = self.state.step
         self.logger.info(f"resumed from {found}: step {self.state.step}, epoch {self.state.epoch + 1}, "
                          f"{self.state.batches_in_epoch} batch(es) into the epoch")
 
+    def _save_resume_state(self) -> None:
+        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        self.resume_step = self.state.step
+
     def _stop_if_signalled(self, request: StopRequest) -> None:
         """Every process must agree: one that was signalled makes all of them save and stop."""
-        flag = torch.tensor([1 if request.requested else 0], device=self.accelerator.device)
-        if self.accelerator.num_processes > 1:
-            flag = self.accelerator.reduce(flag, reduction="sum")
-        if flag.item() == 0:
+        if self._sum_over_processes([1 if request.requested else 0])[0] == 0:
             return
-        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        self._save_resume_state()
         raise RunInterrupted(f"interrupted at step {self.state.step}; saved {self.run_dir / checkpoint.LAST}; "
                              f"continue with --resume=True --saved_dir={self.config.saved_dir} "
-                             f"--filename={self.run_dir.name}", request.exit_code or 130)
+                             f"--filename={self.run_dir.name}, or simply --model_path={self.run_dir}",
+                             request.exit_code or 130)
 
-    def _train_batch(self, batch: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer) -> float:
-        with self.accelerator.accumulate(self.model):
-            sums, counts = forward_token_losses(self.model, self.accelerator.unwrap_model(self.model), batch,
-                                                self.config.label_smoothing)
-            loss = sums.sum() / counts.sum().clamp(min=1)
-            if not torch.isfinite(loss):
-                if not self.config.skip_nan_batches:
-                    raise TextBoxError(f"loss is {loss.item()} at optimiser step {self.state.step + 1}; the last "
-                                       f"good model is in {self.best_dir} (--skip_nan_batches=True skips such "
-                                       f"batches; a lower --learning_rate or --grad_clip often helps)")
-                self.logger.warning(f"skipping a batch with loss {loss.item()} at step {self.state.step + 1}")
-                # A zero loss over every parameter: no update from this batch, but DDP still all-reduces.
-                loss = sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
-            self.accelerator.backward(loss)
-            if self.accelerator.sync_gradients and self.config.grad_clip is not None:
-                self.accelerator.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-        return loss.item()
+    def _train_step(self, batches: list[dict[str, torch.Tensor]],
+                    optimizer: torch.optim.Optimizer) -> tuple[float, int, int]:
+        """One optimiser step over an accumulation window. Its gradient is that of the mean token loss over every
+        target token of the window on every process, i.e. exactly one large batch's, however the tokens are spread
+        over batches and processes. Returns this process's (loss sum, target tokens, examples) of finite batches."""
+        accelerator = self.accelerator
+        window_tokens = max(self._sum_over_processes([sum(target_tokens(batch) for batch in batches)])[0], 1)
+        loss_sum, tokens, examples, nonfinite = 0.0, 0, 0, 0
+        for index, batch in enumerate(batches):
+            syncing = index == len(batches) - 1  # gradients are all-reduced once per window
+            with contextlib.nullcontext() if syncing else accelerator.no_sync(self.model):
+                sums, _ = forward_token_losses(self.model, accelerator.unwrap_model(self.model), batch,
+                                               self.config.label_smoothing)
+                batch_loss = sums.sum()
+                if torch.isfinite(batch_loss):
+                    loss_sum, tokens = loss_sum + batch_loss.item(), tokens + target_tokens(batch)
+                    examples += batch["labels"].shape[0]
+                else:
+                    nonfinite += 1
+                    # No update from this batch, yet every parameter takes part so that DDP still all-reduces.
+                    batch_loss = sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
+                # DDP averages gradients over the processes: the factor turns that average into a sum.
+                accelerator.backward(batch_loss * accelerator.num_processes / window_tokens)
+        self._stop_if_nonfinite(nonfinite)
+        if self.config.grad_clip is not None:
+            accelerator.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss_sum, tokens, examples
+
+    def _stop_if_nonfinite(self, nonfinite: int) -> None:
+        """Every process learns whether any saw a NaN/inf loss in this step, so that all stop (or go on) together;
+        stopping happens before the optimiser step and saves nothing, so the checkpoints on disk stay good."""
+        found = int(self._sum_over_processes([nonfinite])[0])
+        if found == 0:
+            return
+        step = self.state.step + 1
+        if self.config.skip_nan_batches:
+            self.logger.warning(f"optimiser step {step}: skipped {found} batch(es) with a NaN/inf loss")
+            return
+        if self.resume_step is None:
+            kept = "no checkpoint had been saved yet"
+        else:
+            kept = (f"the last good checkpoints are {self.run_dir / checkpoint.LAST} (step {self.resume_step}; "
+                    f"--resume=True continues from it) and {self.best_dir}")
+        raise TextBoxError(f"the training loss is NaN/inf at optimiser step {step} (epoch {self.state.epoch + 1}); "
+                           f"the run stopped before that update and {kept}. A lower --learning_rate or a --grad_clip "
+                           f"often helps; --skip_nan_batches=True skips such batches instead of stopping")
+
+    def _sum_over_processes(self, values: list[float]) -> list[float]:
+        """Element-wise sums over every process (the values themselves with one process)."""
+        if self.accelerator.num_processes == 1:
+            return values
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.accelerator.device)
+        return self.accelerator.reduce(tensor, reduction="sum").tolist()
 
     def _log_train(self, window: "_ThroughputWindow", scheduler: Any, total_steps: int, epoch: int) -> None:
-        figures = window.flush()
+        """Loss (token mean) and throughput of every process since the last log line, and an ETA."""
+        figures = window.flush(self._sum_over_processes)
         remaining = (total_steps - self.state.step) / max(figures["steps_per_s"], 1e-9)
         self.logger.info(f"step {self.state.step}/{total_steps} epoch {epoch + 1} loss {figures['loss']:.4f} "
                          f"lr {scheduler.get_last_lr()[0]:.2e} {figures['examples_per_s']:.1f} examples/s "
@@ -215,7 +279,7 @@ class Trainer:
                                   self.run_dir / f"checkpoint-{self.state.step}")
             if self.accelerator.is_main_process:
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
-        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        self._save_resume_state()
         self.model.train()
         patience = self.config.stopping_steps
         if patience is not None and self.state.stale_validations >= patience:
@@ -263,14 +327,18 @@ class Trainer:
         scores, self.metric_details = broadcast_object_list(holder)[0]
         return scores
 
-    def test(self, test: EvalSet) -> tuple[dict[str, float], list[str]]:
-        """Score the test split with checkpoint_best when training produced one, else the model as built."""
+    def use_best_model(self) -> None:
+        """Switch to checkpoint_best when training produced one (else keep the model as built), for testing."""
         restore_interrupted(self.best_dir)
         if self.best_dir.exists():
             model_class = type(self.accelerator.unwrap_model(self.model))
             self.model = model_class.from_pretrained(self.best_dir)
-            self.logger.info(f"testing {self.best_dir}")
+            self.logger.info(f"using {self.best_dir}")
         self.model = self.model.to(self.accelerator.device)
+
+    def test(self, test: EvalSet) -> tuple[dict[str, float], list[str]]:
+        """Score the test split with checkpoint_best when training produced one, else the model as built."""
+        self.use_best_model()
         loader = self.eval_loader(test.data)
         loss = self.eval_loss(loader)
         texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
@@ -278,30 +346,44 @@ class Trainer:
 
 
 class _ThroughputWindow:
-    """Loss and throughput since the last log line."""
+    """Loss sums and counts since the last log line, for this process (flush sums them over processes)."""
 
-    def __init__(self, num_processes: int):
-        self.num_processes = num_processes
+    def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
         self.start = time.perf_counter()
-        self.losses: list[float] = []
-        self.examples = 0
+        self.loss_sum = 0.0
         self.tokens = 0
+        self.examples = 0
         self.steps = 0
 
-    def add(self, batch: dict[str, torch.Tensor], loss: float) -> None:
-        self.losses.append(loss)
-        self.examples += batch["labels"].shape[0] * self.num_processes
-        self.tokens += int((batch["labels"] != -100).sum()) * self.num_processes
+    def add(self, loss_sum: float, tokens: int, examples: int) -> None:
+        """One optimiser step's figures."""
+        self.loss_sum += loss_sum
+        self.tokens += tokens
+        self.examples += examples
+        self.steps += 1
 
-    def flush(self) -> dict[str, float]:
+    def flush(self, sum_over_processes: Callable[[list[float]], list[float]]) -> dict[str, float]:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        figures = {"loss": sum(self.losses) / max(len(self.losses), 1), "examples_per_s": self.examples / elapsed,
-                   "tokens_per_s": self.tokens / elapsed, "steps_per_s": self.steps / elapsed}
+        loss_sum, tokens, examples = sum_over_processes([self.loss_sum, self.tokens, self.examples])
+        figures = {"loss": loss_sum / max(tokens, 1), "examples_per_s": examples / elapsed,
+                   "tokens_per_s": tokens / elapsed, "steps_per_s": self.steps / elapsed}
         self._reset()
         return figures
+
+
+def accumulation_windows(batches: Iterable[Batch], size: int) -> Iterator[list[Batch]]:
+    """Consecutive groups of ``size`` batches, one optimiser step each; an epoch's last may be shorter."""
+    window: list[Batch] = []
+    for batch in batches:
+        window.append(batch)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
 
 
 def _duration(seconds: float) -> str:

@@ -25,3 +25,8 @@ def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
                                  label_smoothing=label_smoothing, reduction="none").view(labels.shape)
     counts = (labels != IGNORE_INDEX).sum(dim=1)
     return token_loss.sum(dim=1), counts
+
+
+def target_tokens(batch: dict[str, torch.Tensor]) -> int:
+    """Target tokens of a batch that count in the loss (padding excluded)."""
+    return int((batch["labels"] != IGNORE_INDEX).sum())

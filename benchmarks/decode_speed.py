@@ -1,0 +1,161 @@
+"""Decoding throughput of this framework against a plain loop over ``model.generate``, with the same weights.
+
+Ours: Trainer.eval_loader (length-sorted batches) and generate_texts (cross-attention once per source under beam
+search, detokenisation on a background thread). Plain: the test split in dataset order, the same number of
+examples per batch, ``model.generate`` then ``batch_decode``. Same inputs (the framework's tokenisation), same
+generation settings, fp32. The two alternate for --repeats rounds; figures are medians of examples/s.
+Greedy outputs must be identical and beam-search BLEU equal.
+
+Without --model_path, the framework first trains its default transformer on the dataset for --train_steps
+steps (once: the run is kept under .cache/benchmarks/ and reused).
+
+    python benchmarks/decode_speed.py [--data=DIR] [--model_path=DIR] [--examples=320] [--batch_size=32]
+                                      [--num_beams=4] [--repeats=3]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from common import CACHE_DIR, DEFAULT_DATA, framework_config, median, print_json_line
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="plain-text dataset directory")
+    parser.add_argument("--model_path", type=Path, help="a trained checkpoint (default: train one, see above)")
+    parser.add_argument("--train_steps", type=int, default=600, help="steps of the model trained when needed")
+    parser.add_argument("--examples", type=int, default=320, help="first N test examples decoded")
+    parser.add_argument("--batch_size", type=int, default=32, help="examples per generate call (both)")
+    parser.add_argument("--num_beams", type=int, default=4)
+    parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the beam-search runs")
+    return parser.parse_args()
+
+
+def trained_model(args: argparse.Namespace) -> Path:
+    """checkpoint_best of a framework run on the dataset: a model whose outputs end where a real one's do."""
+    if args.model_path:
+        return args.model_path
+    name = f"decode-{args.data.name}-{args.train_steps}"
+    best = CACHE_DIR / "runs" / name / "checkpoint_best"
+    if not (best / "config.json").is_file():
+        from textbox.pipeline import run
+
+        print(f"training the model decoded here ({args.train_steps} steps) into {best.parent}", flush=True)
+        run(framework_config(args.data, saved_dir=str(CACHE_DIR / "runs"), filename=name, max_steps=args.train_steps,
+                             max_tokens=1024, learning_rate=1e-3, do_valid=False, do_test=False, logging_steps=100))
+    return best
+
+
+def plain_loop(model: Any, tokenizer: Any, inputs: list[list[int]], batch_size: int,
+               settings: dict[str, Any]) -> list[str]:
+    """What a user without the framework writes: dataset order, fixed batches, generate, decode."""
+    import torch
+
+    from textbox.decoding.detokenize import one_line
+
+    texts = []
+    with torch.no_grad():
+        for start in range(0, len(inputs), batch_size):
+            batch = tokenizer.pad({"input_ids": inputs[start:start + batch_size]}, return_tensors="pt")
+            ids = model.generate(**batch, **settings)
+            texts.extend(one_line(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True))
+    return texts
+
+
+def timed(work: Callable[[], list[str]]) -> tuple[list[str], float]:
+    start = time.perf_counter()
+    texts = work()
+    return texts, time.perf_counter() - start
+
+
+def ngram_blocking_ms(num_hypotheses: int, length: int, vocabulary: int, size: int = 3) -> float:
+    """Milliseconds per decoding step of transformers' NoRepeatNGramLogitsProcessor (already vectorised)."""
+    import torch
+    from transformers import NoRepeatNGramLogitsProcessor
+
+    processor = NoRepeatNGramLogitsProcessor(size)
+    ids = torch.randint(0, 50, (num_hypotheses, length))
+    scores = torch.zeros(num_hypotheses, vocabulary)
+    start = time.perf_counter()
+    for _ in range(20):
+        processor(ids, scores)
+    return (time.perf_counter() - start) / 20 * 1e3
+
+
+def main() -> None:
+    args = parse_args()
+    import sacrebleu
+    import torch
+    from transformers.utils import logging as transformers_logging
+
+    from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
+    from textbox.evaluator.generate import generate_texts
+    from textbox.model.registry import get_builder
+    from textbox.pipeline import build_accelerator
+    from textbox.trainer.loop import Trainer
+
+    transformers_logging.set_verbosity_error()
+    model_path = trained_model(args)
+    config = framework_config(args.data, model_path=str(model_path), quick_test=args.examples,
+                              eval_batch_size=args.batch_size)
+    model, tokenizer = get_builder(config.model)(config, None)
+    model.eval()
+    split = read_splits(config, ["test"], log=lambda message: None)["test"]
+    test = tokenize_splits(config, {"test": split}, tokenizer, log=lambda message: None)["test"]
+    inputs = [list(ids) for ids in test["input_ids"]]
+    references = [refs[0] for refs in split.targets]
+    accelerator = build_accelerator(config)
+    with tempfile.TemporaryDirectory() as work:
+        trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), Path(work),
+                          logging.getLogger("ours"))
+
+        def ours(settings: dict[str, Any]) -> list[str]:
+            return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "ours")
+
+        base = {"max_new_tokens": config.tgt_len}
+        greedy = {**base, "num_beams": 1}
+        beam = {**base, "num_beams": args.num_beams}
+        if args.no_repeat_ngram_size:
+            beam["no_repeat_ngram_size"] = greedy["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+        print(f"{len(inputs)} test examples of {args.data}, model {model_path}, {args.batch_size} examples per batch, "
+              f"beam settings {beam}", flush=True)
+        ours_greedy, ours_greedy_s = timed(lambda: ours(greedy))
+        plain_greedy, plain_greedy_s = timed(lambda: plain_loop(model, tokenizer, inputs, args.batch_size, greedy))
+        differing = sum(a != b for a, b in zip(ours_greedy, plain_greedy))
+        print(f"greedy: ours {len(inputs) / ours_greedy_s:.1f} examples/s, plain {len(inputs) / plain_greedy_s:.1f}; "
+              f"{differing} of {len(inputs)} outputs differ", flush=True)
+
+        rates: dict[str, list[float]] = {"ours": [], "plain": []}
+        for repeat in range(args.repeats):
+            ours_beam, seconds = timed(lambda: ours(beam))
+            rates["ours"].append(len(inputs) / seconds)
+            plain_beam, seconds = timed(lambda: plain_loop(model, tokenizer, inputs, args.batch_size, beam))
+            rates["plain"].append(len(inputs) / seconds)
+            print(f"round {repeat + 1} beam {args.num_beams}: ours {rates['ours'][-1]:.2f} examples/s, "
+                  f"plain {rates['plain'][-1]:.2f}", flush=True)
+
+    bleu = {name: sacrebleu.corpus_bleu(texts, [references]).score
+            for name, texts in (("ours", ours_beam), ("plain", plain_beam))}
+    ours_rate, plain_rate = median(rates["ours"]), median(rates["plain"])
+    print_json_line({
+        "examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
+        "no_repeat_ngram_size": args.no_repeat_ngram_size, "threads": torch.get_num_threads(),
+        "examples_per_s": round(ours_rate, 2), "plain_examples_per_s": round(plain_rate, 2),
+        "ratio": round(ours_rate / plain_rate, 3),
+        "greedy_examples_per_s": round(len(inputs) / ours_greedy_s, 2),
+        "plain_greedy_examples_per_s": round(len(inputs) / plain_greedy_s, 2),
+        "greedy_ratio": round(plain_greedy_s / ours_greedy_s, 3), "greedy_outputs_differing": differing,
+        "greedy_identical": differing == 0, "bleu": round(bleu["ours"], 2), "plain_bleu": round(bleu["plain"], 2),
+        "beam_outputs_differing": sum(a != b for a, b in zip(ours_beam, plain_beam)),
+        "ngram_blocking_ms_per_step": round(ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len,
+                                                              len(tokenizer)), 3)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Training throughput of this framework against transformers' Seq2SeqTrainer, side by side in one process.
+
+Same model (the framework's from-scratch transformer, same initial weights), tokenizer, tokenised data,
+optimiser (fused AdamW as in Seq2SeqTrainer's defaults, linear schedule, gradient clipping at 1.0) and
+precision; the same average number of examples per optimiser step (ours: a max_tokens budget chosen to give
+--batch_size examples on average; Seq2SeqTrainer: --batch_size examples).
+The three trainers alternate for --repeats rounds; the figures are medians over the rounds of target tokens/s
+in steady state (after --warmup steps), timed by the model's forward calls.
+
+    python benchmarks/train_speed.py [--data=DIR] [--batch_size=32] [--steps=40] [--repeats=3] [--precision=fp32]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from common import (DEFAULT_DATA, StepClock, bart_training_flops, counted_training_flops, framework_config,
+                    gemm_peak_flops, median, prepare_data_and_model, print_json_line)
+
+TRAINERS = ("ours", "hf_default", "hf_group_by_length")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="plain-text dataset directory")
+    parser.add_argument("--batch_size", type=int, default=32, help="average examples per optimiser step")
+    parser.add_argument("--steps", type=int, default=40, help="optimiser steps per trainer and round")
+    parser.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the three trainers, alternating")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    return parser.parse_args()
+
+
+def budget_for(sampler_lengths: tuple[Any, Any], batch_size: int) -> int:
+    """The max_tokens whose batches hold ``batch_size`` examples on average (the closest budget from below)."""
+    from textbox.data.batching import TokenBudgetBatchSampler
+
+    sources, targets = sampler_lengths
+    low, high = int(sources.max() + targets.max()), int((sources.max() + targets.max()) * batch_size * 2)
+    while high - low > 1:
+        middle = (low + high) // 2
+        average = len(sources) / len(TokenBudgetBatchSampler(sources, targets, middle, seed=0))
+        low, high = (middle, high) if average <= batch_size else (low, middle)
+    return low
+
+
+def train_ours(config: Any, model: Any, tokenizer: Any, data: Any, work: Path) -> StepClock:
+    from textbox.data import Seq2SeqCollator
+    from textbox.pipeline import build_accelerator
+    from textbox.trainer.loop import Trainer
+
+    clock = StepClock(model, Seq2SeqCollator(tokenizer.pad_token_id))
+    trainer = Trainer(config, build_accelerator(config), model, tokenizer, clock, work, logging.getLogger("ours"))
+    trainer.fit(data, valid=None)
+    return clock
+
+
+def train_hf(config: Any, model: Any, tokenizer: Any, data: Any, work: Path, sampling: str) -> StepClock:
+    from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    arguments = Seq2SeqTrainingArguments(
+        output_dir=str(work), per_device_train_batch_size=config.train_batch_size, max_steps=config.max_steps,
+        learning_rate=config.learning_rate, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0,
+        max_grad_norm=config.grad_clip, seed=config.seed, use_cpu=True, bf16=config.mixed_precision == "bf16",
+        train_sampling_strategy=sampling, report_to="none", save_strategy="no", eval_strategy="no",
+        logging_strategy="no", disable_tqdm=True, dataloader_num_workers=config.num_workers)
+    clock = StepClock(model, DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
+    Seq2SeqTrainer(model=model, args=arguments, train_dataset=data, data_collator=clock,
+                   processing_class=tokenizer).train()
+    return clock
+
+
+def summarise(clock: StepClock, warmup: int, model_config: Any) -> dict[str, float]:
+    batches, seconds = clock.steady(warmup)
+    flops = sum(bart_training_flops(model_config, b["examples"], b["source_len"], b["target_len"]) for b in batches)
+    return {"tokens_per_s": sum(b["target_tokens"] for b in batches) / seconds,
+            "examples_per_step": sum(b["examples"] for b in batches) / len(batches),
+            "padding_fraction": 1 - sum(b["real_tokens"] for b in batches) / sum(b["padded_tokens"] for b in batches),
+            "flops_per_s": flops / seconds}
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+    from accelerate.state import AcceleratorState
+    from transformers.utils import logging as transformers_logging
+
+    from textbox.data.batching import column_lengths, padding_fraction, TokenBudgetBatchSampler
+
+    transformers_logging.set_verbosity_error()
+    logging.getLogger("accelerate").setLevel(logging.ERROR)
+    config = framework_config(args.data, train_batch_size=args.batch_size, max_steps=args.steps,
+                              learning_rate=5e-5, scheduler="linear", warmup_steps=0, label_smoothing=0.0,
+                              grad_clip=1.0, logging_steps=10 ** 6, optimizer_kwargs={"fused": True},
+                              mixed_precision="bf16" if args.precision == "bf16" else "no")
+    model, tokenizer, tokenized, _ = prepare_data_and_model(config, splits=())
+    train = tokenized["train"]
+    lengths = (column_lengths(train, "input_ids"), column_lengths(train, "labels"))
+    config = config.replace(max_tokens=budget_for(lengths, args.batch_size))
+    epoch_batches = TokenBudgetBatchSampler(*lengths, config.max_tokens, config.seed).batches()
+    print(f"data {args.data}: {len(train)} training examples; model {sum(p.numel() for p in model.parameters()):,} "
+          f"parameters; ours: max_tokens={config.max_tokens} -> {len(train) / len(epoch_batches):.1f} examples per "
+          f"batch on average, {padding_fraction(epoch_batches, *lengths):.2%} padding over an epoch", flush=True)
+    formula = bart_training_flops(model.config, 8, 20, 18)
+    counted = counted_training_flops(model, 8, 20, 18)
+    print(f"FLOPs of a batch of 8 x (20 source, 18 target) tokens: formula {formula:.4g}, torch's counter "
+          f"{counted:.4g}", flush=True)
+
+    initial = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    figures: dict[str, list[dict[str, float]]] = {name: [] for name in TRAINERS}
+    for repeat in range(args.repeats):
+        for name in TRAINERS:
+            model.load_state_dict(initial)
+            model.train()
+            AcceleratorState._reset_state(reset_partial_state=True)  # each trainer builds its own Accelerator
+            with tempfile.TemporaryDirectory() as work:
+                if name == "ours":
+                    clock = train_ours(config, model, tokenizer, train, Path(work))
+                else:
+                    sampling = "group_by_length" if name == "hf_group_by_length" else "random"
+                    clock = train_hf(config, model, tokenizer, train, Path(work), sampling)
+            clock.close()
+            figures[name].append(summarise(clock, args.warmup, model.config))
+            shown = figures[name][-1]
+            print(f"round {repeat + 1} {name:<19} {shown['tokens_per_s']:8.0f} target tokens/s "
+                  f"{shown['examples_per_step']:5.1f} examples/step {shown['padding_fraction']:6.2%} padding "
+                  f"{shown['flops_per_s'] / 1e9:6.1f} GFLOP/s", flush=True)
+
+    peaks = {precision: gemm_peak_flops(precision) for precision in ("fp32", "bf16")}
+    result: dict[str, Any] = {"precision": args.precision, "threads": torch.get_num_threads(),
+                              "max_tokens": config.max_tokens, "repeats": args.repeats, "steps": args.steps,
+                              "gemm_peak_gflops_fp32": round(peaks["fp32"] / 1e9, 1),
+                              "gemm_peak_gflops_bf16": round(peaks["bf16"] / 1e9, 1)}
+    for name in TRAINERS:
+        prefix = "" if name == "ours" else f"{name}_"
+        rows = figures[name]
+        result[f"{prefix}tokens_per_s"] = round(median([row["tokens_per_s"] for row in rows]), 1)
+        result[f"{prefix}examples_per_step"] = round(median([row["examples_per_step"] for row in rows]), 2)
+        result[f"{prefix}padding_fraction"] = round(median([row["padding_fraction"] for row in rows]), 4)
+        flops = median([row["flops_per_s"] for row in rows])
+        result[f"{prefix}fraction_of_peak"] = round(flops / peaks[args.precision], 4)
+        result[f"{prefix}fraction_of_bf16_peak"] = round(flops / peaks["bf16"], 4)
+    result["ratio_vs_hf_default"] = round(result["tokens_per_s"] / result["hf_default_tokens_per_s"], 3)
+    result["ratio_vs_hf_group_by_length"] = round(
+        result["tokens_per_s"] / result["hf_group_by_length_tokens_per_s"], 3)
+    print_json_line(result)
+
+
+if __name__ == "__main__":
+    main()

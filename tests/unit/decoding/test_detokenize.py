@@ -1,0 +1,48 @@
+"""Background detokenisation returns texts in dataset order, one line each, and reports lost examples."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from textbox.decoding.detokenize import BackgroundDetokenizer, one_line
+
+
+class _Letters:
+    """A stand-in tokenizer: id n is the n-th letter, 0 is a special token."""
+
+    def batch_decode(self, rows, skip_special_tokens):
+        assert skip_special_tokens
+        return ["".join(chr(96 + token) if token != 26 else "\n" for token in row if token) for row in rows]
+
+
+def test_texts_come_back_in_index_order():
+    with BackgroundDetokenizer(_Letters()) as detokenizer:
+        detokenizer.submit(torch.tensor([[3, 1, 20], [4, 15, 0]]), torch.tensor([2, 0]))
+        detokenizer.submit(torch.tensor([[2, 9, 18, 4]]), torch.tensor([1]))
+        assert detokenizer.texts(3) == ["do", "bird", "cat"]
+
+
+def test_repeats_count_once_fillers_are_dropped_and_a_missing_example_is_an_error():
+    with BackgroundDetokenizer(_Letters()) as detokenizer:
+        detokenizer.submit(torch.tensor([[1], [1], [2]]), torch.tensor([0, 0, -1]))
+        assert detokenizer.texts(1) == ["a"]
+        with pytest.raises(RuntimeError, match="1 distinct example indices for 2 examples"):
+            detokenizer.texts(2)
+
+
+def test_decoding_errors_reach_the_caller():
+    class Broken:
+        def batch_decode(self, rows, skip_special_tokens):
+            raise KeyError("no such token")
+
+    with BackgroundDetokenizer(Broken()) as detokenizer:
+        detokenizer.submit(torch.tensor([[1]]), torch.tensor([0]))
+        with pytest.raises(KeyError, match="no such token"):
+            detokenizer.texts(1)
+
+
+def test_newlines_inside_a_generation_are_flattened():
+    assert one_line(" two\nlines  here ") == "two lines here"
+    with BackgroundDetokenizer(_Letters()) as detokenizer:
+        detokenizer.submit(torch.tensor([[1, 26, 2]]), torch.tensor([0]))
+        assert detokenizer.texts(1) == ["a b"]

@@ -1,0 +1,105 @@
+"""In-process Trainer pieces: a tiny BART (2 layers, d=32) on a reverse-the-words task, a fresh CPU Accelerator
+per test, and a Trainer factory whose keyword arguments override config keys."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from textbox.data.split import Split
+from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """A tiny model runs fastest on one thread, and several threads crawl on a machine whose cores are busy."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tmp_path_factory) -> Any:
+    from textbox.model.tokenizer import train_bpe_tokenizer
+
+    split = reverse_words_split(64, seed=0)
+    return train_bpe_tokenizer(split.sources, vocab_size=300, min_frequency=1,
+                               cache_dir=tmp_path_factory.mktemp("cache"), log=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def encode(tokenizer) -> Callable[[Split], list[dict[str, list[int]]]]:
+    """Tokenised examples (input_ids, labels) of a Split, as the data layer hands them to the Trainer."""
+
+    def encode_split(split: Split) -> list[dict[str, list[int]]]:
+        sources = tokenizer(split.sources)["input_ids"]
+        targets = tokenizer([references[0] for references in split.targets])["input_ids"]
+        return [{"input_ids": source, "labels": target} for source, target in zip(sources, targets)]
+
+    return encode_split
+
+
+@pytest.fixture
+def tiny_model(tokenizer) -> Callable[..., torch.nn.Module]:
+    """tiny_model(**config_kwargs): the same initial weights every call (seed 0)."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    def build(**changes: Any) -> torch.nn.Module:
+        torch.manual_seed(0)
+        config = BartConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                            decoder_start_token_id=tokenizer.eos_token_id, **{**TINY_BART, **changes})
+        return BartForConditionalGeneration(config)
+
+    return build
+
+
+@pytest.fixture
+def make_accelerator() -> Callable[..., Any]:
+    """A fresh CPU Accelerator (accelerate keeps process-wide state: reset before and after each test)."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, GradientState
+
+    def reset() -> None:
+        AcceleratorState._reset_state(reset_partial_state=True)
+        GradientState._reset_state()
+
+    def make(**kwargs: Any) -> Accelerator:
+        reset()
+        return Accelerator(cpu=True, **kwargs)
+
+    yield make
+    reset()
+
+
+@pytest.fixture
+def make_trainer(tmp_path, tokenizer, tiny_model, make_accelerator) -> Callable[..., Any]:
+    """make_trainer(mixed_precision=..., model=..., **config_changes) -> Trainer writing under tmp_path/run."""
+    from textbox.data.collate import Seq2SeqCollator
+    from textbox.trainer.loop import Trainer
+
+    def make(mixed_precision: str = "no", model: torch.nn.Module | None = None, **changes: Any) -> Trainer:
+        run_dir = tmp_path / "run"
+        run_dir.mkdir(exist_ok=True)
+        config = trainer_config(mixed_precision=mixed_precision, **changes)
+        return Trainer(config, make_accelerator(mixed_precision=mixed_precision), model or tiny_model(), tokenizer,
+                       Seq2SeqCollator(tokenizer.pad_token_id), run_dir, logging.getLogger("textbox.tests"))
+
+    return make
+
+
+@pytest.fixture
+def train_data(encode) -> list[dict[str, list[int]]]:
+    """24 examples: 6 batches of 4."""
+    return encode(reverse_words_split(24, seed=1))
+
+
+@pytest.fixture
+def valid_set(encode) -> Any:
+    from textbox.trainer.loop import EvalSet
+
+    split = reverse_words_split(8, seed=2)
+    return EvalSet(encode(split), split)

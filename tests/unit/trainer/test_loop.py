@@ -1,0 +1,215 @@
+"""Each training knob takes effect, shown on an in-process Trainer with a tiny model (seconds per test)."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from textbox.config import TextBoxError, TextBoxUserError
+from textbox.data.collate import Seq2SeqCollator
+from textbox.trainer import loop
+from tests.unit.trainer.tiny import metric_rows
+
+
+def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+
+
+def test_accumulation_counts_one_optimiser_step_per_window(make_trainer, train_data):
+    """6 batches of 4 with accumulation_steps=4: windows of 4 and 2 batches, so 2 steps per epoch."""
+    trainer = make_trainer(accumulation_steps=4, epochs=2)
+    state = trainer.fit(train_data, None)
+    assert state.step == 4 and state.epoch == 2
+    assert [row["step"] for row in metric_rows(trainer.run_dir, "train")] == [1, 2, 3, 4]
+
+
+def test_accumulated_gradient_equals_one_large_batch(make_trainer, encode, tiny_model):
+    """4 batches of 2 accumulated give the update of one batch of 8 (plain SGD, lr 1: the update is the
+    gradient), although the batches hold different numbers of target tokens."""
+    from tests.unit.trainer.tiny import reverse_words_split
+
+    data = encode(reverse_words_split(8, seed=3))
+    assert len({len(example["labels"]) for example in data}) > 1  # unequal lengths: a naive mean would differ
+    updated = []
+    for batch_size, accumulation in ((8, 1), (2, 4)):
+        model = tiny_model()
+        trainer = make_trainer(model=model, train_batch_size=batch_size, accumulation_steps=accumulation,
+                               optimizer="sgd", learning_rate=1.0)
+        assert trainer.fit(data, None).step == 1
+        updated.append((weights(model), metric_rows(trainer.run_dir, "train")[0]["loss"]))
+        (trainer.run_dir / "metrics.jsonl").unlink()
+    (large, large_loss), (accumulated, accumulated_loss) = updated
+    assert accumulated_loss == pytest.approx(large_loss, rel=1e-6)
+    initial = weights(tiny_model())
+    for name, value in large.items():
+        assert not torch.equal(value, initial[name]), name  # every weight moved: the comparison means something
+        torch.testing.assert_close(accumulated[name], value, rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("max_steps, epochs, steps, epochs_done", [(None, 2, 12, 2), (8, 1, 8, 1), (3, 10, 3, 0)])
+def test_max_steps_wins_over_epochs(make_trainer, train_data, max_steps, epochs, steps, epochs_done):
+    """6 steps per epoch: epochs counts whole passes, max_steps (when set) the steps, beyond an epoch or not."""
+    state = make_trainer(max_steps=max_steps, epochs=epochs).fit(train_data, None)
+    assert (state.step, state.epoch) == (steps, epochs_done)
+
+
+@pytest.mark.parametrize("strategy, batch_size, expected_steps", [("step", 4, [2, 4, 6, 7]), ("epoch", 12, [4, 7])])
+def test_validation_follows_valid_strategy_and_valid_steps(make_trainer, train_data, valid_set, strategy,
+                                                           batch_size, expected_steps):
+    """valid_steps=2: every 2 steps, or every 2 epochs (of 2 steps with batches of 12); and the final model."""
+    trainer = make_trainer(valid_strategy=strategy, valid_steps=2, train_batch_size=batch_size, max_steps=7,
+                           logging_steps=10)
+    state = trainer.fit(train_data, valid_set)
+    assert [row["step"] for row in metric_rows(trainer.run_dir, "valid")] == expected_steps
+    assert state.validations == len(expected_steps)
+
+
+def scripted_validation(monkeypatch, trainer, figures: list[dict[str, float]]) -> None:
+    """Validation returns these figures in turn, so that the choice of the best model is known in advance."""
+    queue = iter(figures)
+    monkeypatch.setattr(trainer, "evaluate", lambda loader, evalset, name: (dict(next(queue)), None))
+
+
+def test_best_model_sums_several_metrics_and_early_stopping_counts_stale_validations(
+        make_trainer, train_data, valid_set, monkeypatch):
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=10, stopping_steps=2,
+                           metrics=["bleu", "rouge"], metrics_for_best_model=["bleu", "rouge-l"])
+    scripted_validation(monkeypatch, trainer, [
+        {"bleu": 10.0, "rouge-l": 10.0},  # 20: best so far
+        {"bleu": 15.0, "rouge-l": 4.0},   # 19: bleu alone would call this better
+        {"bleu": 5.0, "rouge-l": 20.0},   # 25: best
+        {"bleu": 20.0, "rouge-l": 4.0},   # 24: stale 1
+        {"bleu": 1.0, "rouge-l": 1.0},    # stale 2: stop
+    ])
+    state = trainer.fit(train_data, valid_set)
+    assert (state.step, state.best_step, state.best_score) == (5, 3, 25.0)
+    assert state.stale_validations == 2
+    saved_step = json.loads((trainer.run_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
+    assert saved_step == 5
+
+
+def test_loss_is_minimised_when_it_chooses_the_best_model(make_trainer, train_data, valid_set, monkeypatch):
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3)
+    scripted_validation(monkeypatch, trainer, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 2.5}])
+    assert trainer.fit(train_data, valid_set).best_step == 2
+
+
+def test_max_save_keeps_the_newest_step_checkpoints(make_trainer, train_data, valid_set):
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=4, max_save=2)
+    trainer.fit(train_data, valid_set)
+    assert sorted(path.name for path in trainer.run_dir.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
+
+
+def test_metrics_jsonl_has_a_line_per_log_step(make_trainer, train_data):
+    trainer = make_trainer(logging_steps=2, max_steps=5)
+    trainer.fit(train_data, None)
+    rows = metric_rows(trainer.run_dir, "train")
+    assert [row["step"] for row in rows] == [2, 4, 5]  # and the last step, whatever the interval
+    assert {"loss", "lr", "examples_per_s", "tokens_per_s"} <= set(rows[0])
+
+
+def test_label_smoothing_changes_the_loss_as_cross_entropy_does(make_trainer, train_data, tiny_model, tokenizer):
+    """The logged loss of one step over all 24 examples is F.cross_entropy's token mean with that smoothing.
+    Large initial weights make the predictions peaked, so that smoothing changes the loss measurably."""
+    batch = Seq2SeqCollator(tokenizer.pad_token_id)(train_data)
+    model = tiny_model(init_std=0.5)
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                   decoder_input_ids=model.prepare_decoder_input_ids_from_labels(labels=batch["labels"])).logits
+    expected = {smoothing: F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100,
+                                           label_smoothing=smoothing).item() for smoothing in (0.0, 0.2)}
+    assert expected[0.2] != pytest.approx(expected[0.0], rel=0.005)
+    for smoothing, reference in expected.items():
+        trainer = make_trainer(model=tiny_model(init_std=0.5), label_smoothing=smoothing, train_batch_size=24,
+                               max_steps=1)
+        trainer.fit(train_data, None)
+        assert metric_rows(trainer.run_dir, "train")[0]["loss"] == pytest.approx(reference, rel=1e-5)
+        (trainer.run_dir / "metrics.jsonl").unlink()
+
+
+def gradient_norms_at_each_step(monkeypatch) -> list[float]:
+    """Record the total gradient norm the optimiser sees at every step (after clipping)."""
+    norms: list[float] = []
+    build = loop.build_optimizer
+
+    def build_and_watch(config, model):
+        optimizer = build(config, model)
+        optimizer.register_step_pre_hook(lambda opt, args, kwargs: norms.append(float(torch.norm(torch.stack(
+            [p.grad.norm() for group in opt.param_groups for p in group["params"] if p.grad is not None])))))
+        return optimizer
+
+    monkeypatch.setattr(loop, "build_optimizer", build_and_watch)
+    return norms
+
+
+@pytest.mark.parametrize("grad_clip", [None, 0.05])
+def test_grad_clip_bounds_the_gradient_norm(make_trainer, train_data, monkeypatch, grad_clip):
+    norms = gradient_norms_at_each_step(monkeypatch)
+    make_trainer(grad_clip=grad_clip, max_steps=4).fit(train_data, None)
+    assert len(norms) == 4
+    if grad_clip is None:
+        assert min(norms) > 0.05  # so the bound below is the clipping's doing
+    else:
+        assert max(norms) <= grad_clip * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("precision, dtype", [("bf16", torch.bfloat16), ("no", torch.float32)])
+def test_mixed_precision_bf16_autocasts_the_training_forward_on_cpu(make_trainer, train_data, tiny_model,
+                                                                    precision, dtype):
+    model = tiny_model()
+    seen: list[torch.dtype] = []
+    model.model.encoder.layers[0].fc1.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    make_trainer(mixed_precision=precision, model=model, max_steps=1).fit(train_data, None)
+    assert seen and set(seen) == {dtype}
+
+
+def nan_loss_at_training_call(monkeypatch, call: int) -> None:
+    """The call-th training forward (not validation) returns NaN losses."""
+    forward = loop.forward_token_losses
+    calls = {"training": 0}
+
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+        if unwrapped.training:
+            calls["training"] += 1
+            if calls["training"] == call:
+                return sums * float("nan"), counts
+        return sums, counts
+
+    monkeypatch.setattr(loop, "forward_token_losses", forward_with_nan)
+
+
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_trainer, train_data, valid_set,
+                                                                           monkeypatch):
+    from transformers import AutoModelForSeq2SeqLM
+
+    trainer = make_trainer(valid_strategy="step", valid_steps=2, max_steps=6)
+    nan_loss_at_training_call(monkeypatch, call=3)
+    with pytest.raises(TextBoxError, match="NaN/inf at optimiser step 3 .*checkpoint_last \\(step 2;"):
+        trainer.fit(train_data, valid_set)
+    saved = trainer.run_dir / "checkpoint_last"
+    assert json.loads((saved / "train_state.json").read_text())["step"] == 2
+    best = AutoModelForSeq2SeqLM.from_pretrained(trainer.run_dir / "checkpoint_best")
+    assert all(torch.isfinite(parameter).all() for parameter in best.parameters())
+
+
+def test_skip_nan_batches_skips_and_trains_on(make_trainer, train_data, monkeypatch, caplog):
+    trainer = make_trainer(skip_nan_batches=True, max_steps=4)
+    nan_loss_at_training_call(monkeypatch, call=2)
+    with caplog.at_level(logging.WARNING, logger="textbox.tests"):
+        state = trainer.fit(train_data, None)
+    assert state.step == 4
+    assert "optimiser step 2: skipped 1 batch(es) with a NaN/inf loss" in caplog.text
+    assert [row["step"] for row in metric_rows(trainer.run_dir, "train")] == [1, 2, 3, 4]
+    assert all(torch.isfinite(parameter).all() for parameter in trainer.model.parameters())
+
+
+def test_a_ddp_unused_parameter_failure_is_reported_with_its_fix(make_trainer, train_data, monkeypatch):
+    def failing_forward(*args, **kwargs):
+        raise RuntimeError("Expected to have finished reduction in the prior iteration before starting a new one.")
+
+    monkeypatch.setattr(loop, "forward_token_losses", failing_forward)
+    with pytest.raises(TextBoxUserError, match="--find_unused_parameters=True"):
+        make_trainer(max_steps=1).fit(train_data, None)

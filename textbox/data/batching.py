@@ -1,0 +1,195 @@
+"""Length-aware batches of example indices: token-budget training batches and length-sorted evaluation batches.
+
+Padding is wasted compute: a batch costs ``examples x (longest source + longest target)`` tokens whatever its
+examples' real lengths. Sorting by length before cutting batches keeps that waste small; shuffling examples of
+equal lengths and the order of the batches keeps training random. Both samplers yield whole batches, and
+``accelerate.prepare`` deals whole batches round-robin to the processes (equal numbers on each).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from textbox.config.errors import ConfigError
+from textbox.data.collate import IGNORE_INDEX
+
+
+def column_lengths(data: Any, column: str) -> np.ndarray:
+    """Token count of ``column`` in every example of a ``datasets.Dataset`` (read from Arrow, no Python lists)
+    or of any sequence of dicts."""
+    if hasattr(data, "with_format") and hasattr(data, "column_names"):
+        import pyarrow.compute as pc
+
+        return pc.list_value_length(data.with_format("arrow")[column]).to_numpy(zero_copy_only=False)
+    return np.array([len(example[column]) for example in data], dtype=np.int64)
+
+
+def padded_cost(source_lengths: np.ndarray, target_lengths: np.ndarray) -> int:
+    """Tokens a batch of these examples occupies once padded: examples x (longest source + longest target)."""
+    return len(source_lengths) * int(source_lengths.max() + target_lengths.max())
+
+
+def padding_fraction(batches: Sequence[Sequence[int]], source_lengths: np.ndarray,
+                     target_lengths: np.ndarray) -> float:
+    """Share of the padded source and target tokens of ``batches`` that are padding."""
+    padded = sum(padded_cost(source_lengths[batch], target_lengths[batch]) for batch in batches)
+    real = sum(int(source_lengths[batch].sum() + target_lengths[batch].sum()) for batch in batches)
+    return 1.0 - real / max(padded, 1)
+
+
+def _cut_by_budget(source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int,
+                   key: str) -> list[tuple[int, int]]:
+    """[start, end) spans of consecutive examples, each as long as fits ``max_tokens`` padded tokens."""
+    spans, start, longest_source, longest_target = [], 0, 0, 0
+    for position, (source, target) in enumerate(zip(source_lengths.tolist(), target_lengths.tolist())):
+        if source + target > max_tokens:
+            raise ConfigError([f"--{key}={max_tokens} is smaller than one example of {source} source + {target} "
+                               f"target tokens; raise --{key} to at least src_len + tgt_len"])
+        grown_source, grown_target = max(longest_source, source), max(longest_target, target)
+        if (position - start + 1) * (grown_source + grown_target) > max_tokens:
+            spans.append((start, position))
+            start, grown_source, grown_target = position, source, target
+        longest_source, longest_target = grown_source, grown_target
+    if start < len(source_lengths):
+        spans.append((start, len(source_lengths)))
+    return spans
+
+
+def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.lexsort keys (last = primary) for source length, then target length ascending for even source lengths
+    and descending for odd ones: this "snake" order lets neighbouring source lengths meet at similar target
+    lengths, so a batch that spans two source lengths pads its targets little (2.6% instead of 3.7% padding on
+    multi30k at 4,096 tokens per batch)."""
+    return np.where(source_lengths % 2 == 0, target_lengths, -target_lengths), source_lengths
+
+
+class LengthSortedOrder(Sampler[int]):
+    """Example indices sorted by length (see _sort_keys); examples of equal lengths are shuffled anew for
+    every (seed, epoch). The sorted lengths, hence the batch boundaries, are the same every epoch."""
+
+    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, seed: int):
+        self.source_lengths = np.asarray(source_lengths)
+        self.target_lengths = np.asarray(target_lengths)
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def rng(self) -> np.random.Generator:
+        """The random stream of the current epoch: identical on every process and on resume."""
+        return np.random.default_rng((self.seed, self.epoch))
+
+    def sorted_indices(self, rng: np.random.Generator) -> np.ndarray:
+        shuffled = rng.permutation(len(self.source_lengths))
+        # lexsort is stable: within one (source, target) length the shuffled order survives.
+        return shuffled[np.lexsort(_sort_keys(self.source_lengths[shuffled], self.target_lengths[shuffled]))]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.sorted_indices(self.rng()).tolist())
+
+    def __len__(self) -> int:
+        return len(self.source_lengths)
+
+
+class TokenBudgetBatchSampler:
+    """Training batches of at most ``max_tokens`` padded source + target tokens, in random order.
+
+    Examples are sorted by length (ties shuffled) and cut into batches; the batches are then shuffled. Both
+    shuffles depend only on (seed, epoch), so every process computes the same batches and a resumed run
+    skips exactly the batches it had trained on. The order lives in ``self.sampler`` because accelerate's
+    per-process wrapper forwards ``set_epoch`` to ``batch_sampler.sampler``.
+    """
+
+    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, seed: int):
+        self.sampler = LengthSortedOrder(source_lengths, target_lengths, seed)
+        source_lengths, target_lengths = self.sampler.source_lengths, self.sampler.target_lengths
+        order = np.lexsort(_sort_keys(source_lengths, target_lengths))
+        # Every epoch's order has this same sequence of lengths, so these spans fit every epoch.
+        self.spans = _cut_by_budget(source_lengths[order], target_lengths[order], max_tokens, "max_tokens")
+
+    def set_epoch(self, epoch: int) -> None:
+        self.sampler.set_epoch(epoch)
+
+    def batches(self) -> list[list[int]]:
+        """This epoch's batches, in the order they are trained on."""
+        rng = self.sampler.rng()
+        order = self.sampler.sorted_indices(rng).tolist()
+        return [order[start:end] for start, end in (self.spans[i] for i in rng.permutation(len(self.spans)))]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches())
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+
+class LengthSortedBatchSampler:
+    """Evaluation batches, longest sources first (a memory error shows up at once), each holding either
+    ``batch_size`` examples or as many as fit ``max_tokens`` padded tokens.
+
+    With several processes, accelerate deals batch i to process i % num_processes and gathers one batch from
+    every process at a time, so each round of num_processes batches must hold equally many examples. The batches
+    are made a multiple of num_processes (by halving the largest ones), and the smaller batches of a round are
+    topped up with fillers (see EvalExamples), never with repeated examples: every example counts exactly once.
+    """
+
+    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, batch_size: int,
+                 max_tokens: int | None = None, num_processes: int = 1):
+        source_lengths, target_lengths = np.asarray(source_lengths), np.asarray(target_lengths)
+        self.count = len(source_lengths)
+        order = np.lexsort((-target_lengths, -source_lengths))
+        if max_tokens is None:
+            spans = [(start, min(start + batch_size, len(order))) for start in range(0, len(order), batch_size)]
+        else:
+            spans = _cut_by_budget(source_lengths[order], target_lengths[order], max_tokens, "eval_max_tokens")
+        self.batches = [order[start:end].tolist() for start, end in spans]
+        self._split_to_multiple_of(num_processes)
+        self._even_out_rounds(num_processes)
+
+    def _split_to_multiple_of(self, num_processes: int) -> None:
+        while len(self.batches) % num_processes and any(len(batch) > 1 for batch in self.batches):
+            largest = max(range(len(self.batches)), key=lambda i: len(self.batches[i]))
+            batch = self.batches[largest]
+            self.batches[largest:largest + 1] = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
+        while len(self.batches) % num_processes:  # fewer examples than processes
+            self.batches.append([self.count + self.batches[-1][0]])
+
+    def _even_out_rounds(self, num_processes: int) -> None:
+        for start in range(0, len(self.batches), num_processes):
+            round_of_batches = self.batches[start:start + num_processes]
+            size = max(len(batch) for batch in round_of_batches)
+            for batch in round_of_batches:
+                batch.extend([self.count + batch[0]] * (size - len(batch)))
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+FILLER_INDEX = -1
+
+
+class EvalExamples:
+    """A dataset as evaluation reads it: every example carries its position as ``index``, so that outputs
+    computed in length-sorted batches (and on several processes) go back to dataset order.
+
+    Position ``len(data) + i`` is a filler that evens out batch sizes across processes: example i with every
+    target token ignored (it adds nothing to the loss) and index FILLER_INDEX (its generation is dropped).
+    """
+
+    def __init__(self, data: Any):
+        self.data = data
+
+    def __getitem__(self, position: int) -> dict[str, Any]:
+        if position < len(self.data):
+            return {**self.data[position], "index": position}
+        example = self.data[position - len(self.data)]
+        return {**example, "labels": [IGNORE_INDEX] * len(example["labels"]), "index": FILLER_INDEX}
+
+    def __len__(self) -> int:
+        return len(self.data)

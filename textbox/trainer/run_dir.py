@@ -1,0 +1,105 @@
+"""The run directory: named once for every process, checked writable and roomy enough before training starts,
+and recognised when ``--model_path`` names one (which means: continue that run)."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from textbox.config import Config, TextBoxUserError
+from textbox.trainer.checkpoint import LAST
+
+CONFIG_FILE = "config.yaml"
+
+
+def is_run_directory(path: str | Path | None) -> bool:
+    """A directory a run wrote: its config and a checkpoint_last to continue from."""
+    return path is not None and (Path(path) / CONFIG_FILE).is_file() and (Path(path) / LAST).is_dir()
+
+
+def continue_run_config(config: Config) -> Config:
+    """``--model_path=<run dir>`` (when training) means ``--resume=True`` in that run directory, with the run's
+    config.yaml as a layer under this command line's keys (and its --config_files)."""
+    if not config.do_train or not is_run_directory(config.model_path):
+        return config
+    import yaml
+
+    from textbox.config.loader import load_config
+
+    run_dir = Path(config.model_path)
+    saved = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    explicit = {key: config[key] for key in config if config.source_of(key) == "command line"}
+    return load_config(overrides={**explicit, "config_files": [str(run_dir / CONFIG_FILE), *config.config_files],
+                                  "resume": True, "saved_dir": str(run_dir.parent), "filename": run_dir.name,
+                                  # the run's own (None for a from-scratch model): checkpoint_last restores it
+                                  "model_path": saved["model_path"]})
+
+
+def prepare_run_dir(config: Config, accelerator: Any) -> Path:
+    """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename; created (or,
+    when resuming, found) and checked writable."""
+    from accelerate.utils import broadcast_object_list
+
+    name = config.filename or f"{config.model}-{config.dataset}-{time.strftime('%Y-%b-%d_%H-%M-%S')}"
+    name = broadcast_object_list([name])[0]
+    run_dir = Path(config.saved_dir) / name
+    problem = None
+    if accelerator.is_main_process:
+        if config.resume:
+            if not run_dir.is_dir():
+                problem = f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
+        elif run_dir.exists() and any(run_dir.iterdir()):
+            problem = (f"run directory {run_dir} already holds a run; choose another --filename "
+                       f"(or leave it unset for a timestamped name)")
+        problem = problem or _unwritable(run_dir, config.saved_dir)
+    raise_on_every_process(problem, accelerator)
+    return run_dir
+
+
+def _unwritable(run_dir: Path, saved_dir: str) -> str | None:
+    """Create ``run_dir`` and write a probe file in it: a read-only or full disk shows here, not hours later."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as error:
+        return (f"--saved_dir={saved_dir}: cannot write the run directory {run_dir} ({error.strerror}); "
+                f"choose a writable --saved_dir")
+    return None
+
+
+def peak_checkpoint_bytes(parameter_bytes: int, max_save: int) -> int:
+    """Disk a run's checkpoints may need at once: checkpoint_best and checkpoint_last exist twice while a new
+    version replaces the old; checkpoint_last holds the weights and up to two optimiser moments (Adam) of the
+    same size; max_save checkpoint-<step> are kept, one more while the oldest is pruned."""
+    best = parameter_bytes
+    last = 3 * parameter_bytes
+    step_checkpoints = (max_save + 1) * parameter_bytes if max_save else 0
+    return 2 * best + 2 * last + step_checkpoints
+
+
+def check_free_space(run_dir: Path, needed: int, accelerator: Any) -> None:
+    """Stop before training when the run directory's disk cannot hold the checkpoints."""
+    problem = None
+    if accelerator.is_main_process:
+        free = shutil.disk_usage(run_dir).free
+        if free < needed:
+            problem = (f"{run_dir} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
+                       f"free some space or choose another --saved_dir (a smaller --max_save needs less)")
+    raise_on_every_process(problem, accelerator)
+
+
+def raise_on_every_process(problem: str | None, accelerator: Any) -> None:
+    """The main process found (or did not find) a problem: every process raises it, none waits forever."""
+    from accelerate.utils import broadcast_object_list
+
+    problem = broadcast_object_list([problem])[0]
+    if problem:
+        raise TextBoxUserError(problem)
+    accelerator.wait_for_everyone()
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.1f} MiB"
