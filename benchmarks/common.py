@@ -119,6 +119,20 @@ def _seconds(work: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def add_threads_option(parser: Any) -> None:
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's own, one per core); on a machine other work keeps "
+                             "busy, 1 avoids threads waiting on each other")
+
+
+def set_threads(threads: int | None) -> int:
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

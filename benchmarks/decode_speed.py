@@ -21,19 +21,21 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from common import CACHE_DIR, DEFAULT_DATA, framework_config, median, print_json_line
+from common import (CACHE_DIR, DEFAULT_DATA, add_threads_option, framework_config, median, print_json_line,
+                    set_threads)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="plain-text dataset directory")
     parser.add_argument("--model_path", type=Path, help="a trained checkpoint (default: train one, see above)")
-    parser.add_argument("--train_steps", type=int, default=600, help="steps of the model trained when needed")
+    parser.add_argument("--train_steps", type=int, default=3000, help="steps of the model trained when needed")
     parser.add_argument("--examples", type=int, default=320, help="first N test examples decoded")
     parser.add_argument("--batch_size", type=int, default=32, help="examples per generate call (both)")
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the beam-search runs")
+    add_threads_option(parser)
     return parser.parse_args()
 
 
@@ -48,7 +50,7 @@ def trained_model(args: argparse.Namespace) -> Path:
 
         print(f"training the model decoded here ({args.train_steps} steps) into {best.parent}", flush=True)
         run(framework_config(args.data, saved_dir=str(CACHE_DIR / "runs"), filename=name, max_steps=args.train_steps,
-                             max_tokens=1024, learning_rate=1e-3, do_valid=False, do_test=False, logging_steps=100))
+                             max_tokens=2048, learning_rate=1e-3, do_valid=False, do_test=False, logging_steps=100))
     return best
 
 
@@ -101,6 +103,7 @@ def main() -> None:
     from textbox.trainer.loop import Trainer
 
     transformers_logging.set_verbosity_error()
+    threads = set_threads(args.threads)
     model_path = trained_model(args)
     config = framework_config(args.data, model_path=str(model_path), quick_test=args.examples,
                               eval_batch_size=args.batch_size)
@@ -119,42 +122,45 @@ def main() -> None:
             return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "ours")
 
         base = {"max_new_tokens": config.tgt_len}
-        greedy = {**base, "num_beams": 1}
-        beam = {**base, "num_beams": args.num_beams}
+        runs = {"greedy": {**base, "num_beams": 1}, "beam": {**base, "num_beams": args.num_beams}}
         if args.no_repeat_ngram_size:
-            beam["no_repeat_ngram_size"] = greedy["no_repeat_ngram_size"] = args.no_repeat_ngram_size
+            for settings in runs.values():
+                settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
         print(f"{len(inputs)} test examples of {args.data}, model {model_path}, {args.batch_size} examples per batch, "
-              f"beam settings {beam}", flush=True)
-        ours_greedy, ours_greedy_s = timed(lambda: ours(greedy))
-        plain_greedy, plain_greedy_s = timed(lambda: plain_loop(model, tokenizer, inputs, args.batch_size, greedy))
-        differing = sum(a != b for a, b in zip(ours_greedy, plain_greedy))
-        print(f"greedy: ours {len(inputs) / ours_greedy_s:.1f} examples/s, plain {len(inputs) / plain_greedy_s:.1f}; "
-              f"{differing} of {len(inputs)} outputs differ", flush=True)
-
-        rates: dict[str, list[float]] = {"ours": [], "plain": []}
+              f"settings {runs}", flush=True)
+        decoders = {"ours": ours, "plain": lambda settings: plain_loop(model, tokenizer, inputs, args.batch_size,
+                                                                         settings)}
+        for decode in decoders.values():  # warm-up: first calls pay for allocations and lazy imports
+            decode({**runs["beam"], "max_new_tokens": 4})
+        texts: dict[tuple[str, str], list[str]] = {}
+        rates: dict[tuple[str, str], list[float]] = {(d, r): [] for d in decoders for r in runs}
         for repeat in range(args.repeats):
-            ours_beam, seconds = timed(lambda: ours(beam))
-            rates["ours"].append(len(inputs) / seconds)
-            plain_beam, seconds = timed(lambda: plain_loop(model, tokenizer, inputs, args.batch_size, beam))
-            rates["plain"].append(len(inputs) / seconds)
-            print(f"round {repeat + 1} beam {args.num_beams}: ours {rates['ours'][-1]:.2f} examples/s, "
-                  f"plain {rates['plain'][-1]:.2f}", flush=True)
+            for run_name, settings in runs.items():
+                for decoder_name, decode in decoders.items():
+                    texts[decoder_name, run_name], seconds = timed(lambda: decode(settings))
+                    rates[decoder_name, run_name].append(len(inputs) / seconds)
+            print(f"round {repeat + 1}: " + ", ".join(f"{d} {r} {rates[d, r][-1]:.1f} examples/s" for d, r in rates),
+                  flush=True)
 
-    bleu = {name: sacrebleu.corpus_bleu(texts, [references]).score
-            for name, texts in (("ours", ours_beam), ("plain", plain_beam))}
-    ours_rate, plain_rate = median(rates["ours"]), median(rates["plain"])
-    print_json_line({
-        "examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
-        "no_repeat_ngram_size": args.no_repeat_ngram_size, "threads": torch.get_num_threads(),
-        "examples_per_s": round(ours_rate, 2), "plain_examples_per_s": round(plain_rate, 2),
-        "ratio": round(ours_rate / plain_rate, 3),
-        "greedy_examples_per_s": round(len(inputs) / ours_greedy_s, 2),
-        "plain_greedy_examples_per_s": round(len(inputs) / plain_greedy_s, 2),
-        "greedy_ratio": round(plain_greedy_s / ours_greedy_s, 3), "greedy_outputs_differing": differing,
-        "greedy_identical": differing == 0, "bleu": round(bleu["ours"], 2), "plain_bleu": round(bleu["plain"], 2),
-        "beam_outputs_differing": sum(a != b for a, b in zip(ours_beam, plain_beam)),
-        "ngram_blocking_ms_per_step": round(ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len,
-                                                              len(tokenizer)), 3)})
+    def differing(run_name: str) -> int:
+        return sum(a != b for a, b in zip(texts["ours", run_name], texts["plain", run_name]))
+
+    figures: dict[str, Any] = {"examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
+                               "no_repeat_ngram_size": args.no_repeat_ngram_size, "repeats": args.repeats,
+                               "threads": threads}
+    for run_name in runs:
+        prefix = "" if run_name == "beam" else "greedy_"
+        ours_rate, plain_rate = median(rates["ours", run_name]), median(rates["plain", run_name])
+        figures[f"{prefix}examples_per_s"] = round(ours_rate, 2)
+        figures[f"{prefix}plain_examples_per_s"] = round(plain_rate, 2)
+        figures[f"{prefix}ratio"] = round(ours_rate / plain_rate, 3)
+        figures[f"{prefix}outputs_differing"] = differing(run_name)
+        figures[f"{prefix}bleu"] = round(sacrebleu.corpus_bleu(texts["ours", run_name], [references]).score, 2)
+        figures[f"{prefix}plain_bleu"] = round(sacrebleu.corpus_bleu(texts["plain", run_name], [references]).score, 2)
+    figures["greedy_identical"] = figures["greedy_outputs_differing"] == 0
+    figures["ngram_blocking_ms_per_step"] = round(
+        ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
+    print_json_line(figures)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import (DEFAULT_DATA, StepClock, bart_training_flops, counted_training_flops, framework_config,
-                    gemm_peak_flops, median, prepare_data_and_model, print_json_line)
+from common import (DEFAULT_DATA, StepClock, add_threads_option, bart_training_flops, counted_training_flops,
+                    framework_config, gemm_peak_flops, median, prepare_data_and_model, print_json_line, set_threads)
 
 TRAINERS = ("ours", "hf_default", "hf_group_by_length")
 
@@ -31,6 +31,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of the three trainers, alternating")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    add_threads_option(parser)
     return parser.parse_args()
 
 
@@ -92,6 +93,7 @@ def main() -> None:
 
     transformers_logging.set_verbosity_error()
     logging.getLogger("accelerate").setLevel(logging.ERROR)
+    threads = set_threads(args.threads)
     config = framework_config(args.data, train_batch_size=args.batch_size, max_steps=args.steps,
                               learning_rate=5e-5, scheduler="linear", warmup_steps=0, label_smoothing=0.0,
                               grad_clip=1.0, logging_steps=10 ** 6, optimizer_kwargs={"fused": True},
@@ -130,7 +132,7 @@ def main() -> None:
                   f"{shown['flops_per_s'] / 1e9:6.1f} GFLOP/s", flush=True)
 
     peaks = {precision: gemm_peak_flops(precision) for precision in ("fp32", "bf16")}
-    result: dict[str, Any] = {"precision": args.precision, "threads": torch.get_num_threads(),
+    result: dict[str, Any] = {"precision": args.precision, "threads": threads,
                               "max_tokens": config.max_tokens, "repeats": args.repeats, "steps": args.steps,
                               "gemm_peak_gflops_fp32": round(peaks["fp32"] / 1e9, 1),
                               "gemm_peak_gflops_bf16": round(peaks["bf16"] / 1e9, 1)}

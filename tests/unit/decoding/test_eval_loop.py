@@ -1,0 +1,67 @@
+"""Evaluation over Trainer.eval_loader's length-sorted batches: generations in dataset order, as a plain loop
+over model.generate gives them; filler examples (which even out batches across processes) change nothing."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
+from textbox.data.collate import Seq2SeqCollator
+from textbox.decoding.detokenize import one_line
+from textbox.evaluator.generate import generate_texts
+from textbox.trainer.loop import Trainer
+from tests.unit.decoding.conftest import SOURCES
+
+
+def _trainer(model, tokenizer, run_dir) -> Trainer:
+    from accelerate import Accelerator
+
+    config = Config({**DEFAULTS, "eval_batch_size": 4})
+    return Trainer(config, Accelerator(cpu=True), model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir,
+                   logging.getLogger("test"))
+
+
+@pytest.mark.parametrize("settings", [{}, {"num_beams": 3, "no_repeat_ngram_size": 2}])  # {}: the model's own
+def test_sorted_batches_return_dataset_order(tiny_bart, tokenizer, tmp_path, settings):
+    trainer = _trainer(tiny_bart, tokenizer, tmp_path)
+    accelerator = trainer.accelerator
+    inputs = tokenizer(SOURCES)["input_ids"]
+    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    assert [batch["index"].tolist() for batch in loader] != [[0, 1, 2, 3], [4, 5]]  # really reordered
+    settings = {**settings, "max_new_tokens": 10}
+    texts = generate_texts(accelerator, tiny_bart, tokenizer, loader, settings, "test")
+
+    expected = []
+    with torch.no_grad():
+        for ids in inputs:
+            output = tiny_bart.generate(input_ids=torch.tensor([ids]), **settings)
+            expected.append(one_line(tokenizer.decode(output[0], skip_special_tokens=True)))
+    assert texts == expected
+
+
+def test_fillers_add_nothing_to_the_loss_nor_to_the_texts(tiny_bart, tokenizer, tmp_path):
+    """Batches built for 2 processes (fillers included) but run by one: same loss, same texts."""
+    from torch.utils.data import DataLoader
+
+    from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
+
+    trainer = _trainer(tiny_bart, tokenizer, tmp_path)
+    encoded = tokenizer(SOURCES)["input_ids"]
+    data = [{"input_ids": ids, "labels": ids[::-1]} for ids in encoded]
+    lengths = column_lengths(data, "input_ids"), column_lengths(data, "labels")
+    for_two = LengthSortedBatchSampler(*lengths, batch_size=5, num_processes=2)  # [5, 1 + 4 fillers]
+    assert max(_flat(for_two)) >= len(data)  # some fillers
+    with_fillers = trainer.accelerator.prepare(DataLoader(EvalExamples(data), batch_sampler=for_two,
+                                                          collate_fn=trainer.collator))
+    plain = trainer.eval_loader(data)
+    assert trainer.eval_loss(with_fillers) == pytest.approx(trainer.eval_loss(plain), rel=1e-6)
+    settings = {"max_new_tokens": 6}
+    assert generate_texts(trainer.accelerator, tiny_bart, tokenizer, with_fillers, settings, "fillers") == \
+        generate_texts(trainer.accelerator, tiny_bart, tokenizer, plain, settings, "plain")
+
+
+def _flat(batches) -> list[int]:
+    return [index for batch in batches for index in batch]
