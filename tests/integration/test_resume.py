@@ -40,7 +40,7 @@ def _start(args: list[str], cwd: Path, launcher: tuple[str, ...] = (sys.executab
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout: float = 240) -> None:
+def _wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout: float = 900) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if (run_dir / "metrics.jsonl").exists() and max(_losses(run_dir), default=0) >= step:
@@ -60,7 +60,7 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     cut_dir = tmp_path / "saved" / "cut"
     _wait_for_step(cut_dir, 4, process)
     process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=120)
+    _, stderr = process.communicate(timeout=600)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert "continue with --resume=True" in stderr
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
@@ -135,20 +135,20 @@ def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
         return _start([*args, *extra], cwd=tmp_path, launcher=launcher)
 
     whole = launch("--filename=whole")
-    _, stderr = whole.communicate(timeout=300)
+    _, stderr = whole.communicate(timeout=900)
     assert whole.returncode == 0, stderr[-3000:]
 
     cut_dir = tmp_path / "saved" / "cut"
     cut = launch("--filename=cut")
     _wait_for_step(cut_dir, 2, cut)
     cut.send_signal(signal.SIGTERM)
-    _, stderr = cut.communicate(timeout=120)
+    _, stderr = cut.communicate(timeout=600)
     assert cut.returncode != 0 and "interrupted at step" in stderr, stderr[-3000:]
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 2 <= stopped_at < 9, stopped_at
 
     resumed = launch("--filename=cut", "--resume=True")
-    _, stderr = resumed.communicate(timeout=300)
+    _, stderr = resumed.communicate(timeout=900)
     assert resumed.returncode == 0, stderr[-3000:]
     whole_dir = tmp_path / "saved" / "whole"
     first_line = (whole_dir / "project.log").read_text().splitlines()[0]

@@ -1,0 +1,1 @@
+"""Efficient decoding (the FastSeq role): cross-attention caching checks and background detokenisation."""
