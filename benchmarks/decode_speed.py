@@ -1,13 +1,13 @@
 """Decoding throughput of this framework against a plain loop over ``model.generate``, with the same weights.
 
 Ours: Trainer.eval_loader (length-sorted batches) and generate_texts (cross-attention once per source under beam
-search, detokenisation on a background thread). Plain: the test split in dataset order, the same number of
-examples per batch, ``model.generate`` then ``batch_decode``. Same inputs (the framework's tokenisation), same
-generation settings, fp32. The two alternate for --repeats rounds; figures are medians of examples/s.
-Greedy outputs must be identical and beam-search BLEU equal.
+search, in-place n-gram blocking, detokenisation on a background thread). Plain: the test split in dataset order,
+the same number of examples per batch, ``model.generate`` then ``batch_decode``. Same inputs (the framework's
+tokenisation), same generation settings, fp32. Greedy and beam-search runs of both alternate for --repeats
+rounds; figures are medians of examples/s, with the number of outputs that differ and the BLEU of each.
 
 Without --model_path, the framework first trains its default transformer on the dataset for --train_steps
-steps (once: the run is kept under .cache/benchmarks/ and reused).
+steps (once, ~15 minutes on one core: the run is kept under .cache/benchmarks/ and reused).
 
     python benchmarks/decode_speed.py [--data=DIR] [--model_path=DIR] [--examples=320] [--batch_size=32]
                                       [--num_beams=4] [--repeats=3]
@@ -34,7 +34,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch_size", type=int, default=32, help="examples per generate call (both)")
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
-    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the beam-search runs")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of greedy and beam runs, alternating")
     add_threads_option(parser)
     return parser.parse_args()
 
@@ -93,7 +93,6 @@ def ngram_blocking_ms(num_hypotheses: int, length: int, vocabulary: int, size: i
 def main() -> None:
     args = parse_args()
     import sacrebleu
-    import torch
     from transformers.utils import logging as transformers_logging
 
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits

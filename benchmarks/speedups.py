@@ -1,11 +1,13 @@
 """Writes docs/speedups.md: ParlAI's table of speed tricks, measured on this machine with this framework.
 
 Each row adds one trick to the row above and runs the whole framework (python run_textbox.py: train with
-validation every epoch, then test) on a slice of the dataset with a small model, so that the table takes
-minutes. Train time includes validation; eval time is the test pass (loss and generation); the speed-up is the
-baseline's train + eval time over the row's.
+validation after every epoch, then test) on a slice of the dataset with the default small model, so that the
+table takes minutes. Generation is forced to --generation_tokens tokens in every row, so that eval times compare
+speed rather than what each partly trained model happens to say. Train time includes validation; eval time is the
+test pass (loss and generation); the speed-up is the baseline's train + eval time over the row's. Each row runs
+--repeats times; the table shows medians.
 
-    python benchmarks/speedups.py [--data=DIR] [--examples=1000] [--epochs=2]
+    python benchmarks/speedups.py [--data=DIR] [--examples=1000] [--epochs=2] [--repeats=3] [--threads=N]
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import DEFAULT_DATA, REPO, print_json_line
+from common import DEFAULT_DATA, REPO, add_threads_option, median, print_json_line
 
 DOC = REPO / "docs" / "speedups.md"
 BATCH_SIZE = 32
@@ -31,42 +33,47 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=2, help="training epochs, validated after each")
     parser.add_argument("--max_tokens", type=int, default=1088,
                         help="token budget of the dynamic-batching rows (~32 examples on multi30k)")
+    parser.add_argument("--generation_tokens", type=int, default=24, help="tokens generated for every example")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every row (medians are shown)")
+    add_threads_option(parser)
     return parser.parse_args()
 
 
-def rows(args: argparse.Namespace) -> list[tuple[str, str, list[str], int]]:
-    """(id, trick, every command-line key of the row, processes): each row adds its trick to the row above."""
-    tricks = [
+def rows(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], int]]:
+    """(id, trick, the row's command-line keys, processes): each row adds its trick to the row above."""
+    length = args.generation_tokens
+    tricks: list[tuple[str, str, dict[str, Any], int]] = [
         ("baseline", "baseline: validation by generation + BLEU",
-         [f"--train_batch_size={BATCH_SIZE}", f"--eval_batch_size={BATCH_SIZE}", "--metrics_for_best_model=['bleu']"],
-         1),
+         {"train_batch_size": BATCH_SIZE, "eval_batch_size": BATCH_SIZE, "metrics_for_best_model": ["bleu"],
+          "generation_kwargs": {"min_new_tokens": length, "max_new_tokens": length}}, 1),
         ("skip_generation", "skip generation in validation (loss picks the model)",
-         ["--metrics_for_best_model=['loss']"], 1),
-        ("dynamic_batching", "dynamic batching (token budget)", [f"--max_tokens={args.max_tokens}"], 1),
-        ("bf16", "bf16 autocast", ["--mixed_precision=bf16"], 1),
-        ("larger_eval_batch", "larger eval batches (4x the token budget)", [f"--eval_max_tokens={args.max_tokens * 4}"],
-         1),
-        ("background_preprocessing", "background preprocessing (a DataLoader worker)", ["--num_workers=1"], 1),
-        ("two_processes", "2 processes", [], 2),
+         {"metrics_for_best_model": ["loss"]}, 1),
+        ("dynamic_batching", "dynamic batching (token budget)", {"max_tokens": args.max_tokens}, 1),
+        ("bf16", "bf16 autocast", {"mixed_precision": "bf16"}, 1),
+        ("larger_eval_batch", "larger eval batches (4x the token budget)", {"eval_max_tokens": args.max_tokens * 4}, 1),
+        ("background_preprocessing", "background preprocessing (a DataLoader worker)", {"num_workers": 1}, 1),
+        ("two_processes", "2 processes", {}, 2),
     ]
-    table, keys = [], []
+    table, keys = [], {}
     for row_id, name, added, processes in tricks:
-        keys = keys + added
-        table.append((row_id, name, list(keys), processes))
+        keys = {**keys, **added}
+        table.append((row_id, name, keys, processes))
     return table
 
 
-def run_row(args: argparse.Namespace, keys: list[str], processes: int, work: Path, name: str) -> dict[str, Any]:
+def run_row(args: argparse.Namespace, keys: dict[str, Any], processes: int, work: Path, name: str) -> dict[str, Any]:
     common = [f"--data_path={args.data}", f"--dataset={args.data.name}", f"--quick_test={args.examples}",
               f"--epochs={args.epochs}", "--tracker=none", f"--saved_dir={work}", f"--filename={name}",
               f"--cache_dir={REPO / '.cache' / 'benchmarks'}"]
-    script = [str(REPO / "run_textbox.py"), *common, *keys]
+    script = [str(REPO / "run_textbox.py"), *common, *(f"--{key}={value!r}" for key, value in keys.items())]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    if args.threads is not None:  # per process: torch reads it at start-up
+        environment["OMP_NUM_THREADS"] = str(args.threads)
     if processes == 1:
         command = [sys.executable, *script]
     else:  # the launch that really starts communicating CPU processes (docs: ENVIRONMENT)
         environment["ACCELERATE_USE_CPU"] = "true"
-        precision = "bf16" if "--mixed_precision=bf16" in keys else "no"
+        precision = keys.get("mixed_precision", "no")
         command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
                    str(processes), "--num_machines", "1", "--mixed_precision", precision, "--dynamo_backend", "no",
                    "--main_process_port", str(29500 + os.getpid() % 400), *script]
@@ -76,59 +83,69 @@ def run_row(args: argparse.Namespace, keys: list[str], processes: int, work: Pat
     return json.loads((work / name / "results.json").read_text())
 
 
-Row = tuple[str, str, list[str], int, dict[str, Any]]
+Timing = dict[str, float]
 
 
-def total_seconds(results: dict[str, Any]) -> float:
-    return results["train_seconds"] + results["test_seconds"]
+def timing(runs: list[dict[str, Any]]) -> Timing:
+    """Median train, eval and total seconds of a row's runs."""
+    return {"train": median([run["train_seconds"] for run in runs]), "eval": median([run["test_seconds"] for run in runs]),
+            "total": median([run["train_seconds"] + run["test_seconds"] for run in runs])}
 
 
-def markdown(args: argparse.Namespace, measured: list[Row]) -> str:
-    baseline = total_seconds(measured[0][4])
+def markdown(args: argparse.Namespace, table: list[tuple[str, dict[str, Any], int]], timings: list[Timing]) -> str:
+    baseline = timings[0]["total"]
     lines = [
         "# Speed-ups, trick by trick",
         "",
-        "Written by `python benchmarks/speedups.py` (do not edit by hand). Each row adds one trick to the row above",
-        f"and runs the whole framework (`run_textbox.py`): the default from-scratch transformer, the first "
-        f"{args.examples} examples of every split of `{args.data.name}`, {args.epochs} epochs validated after each, "
-        "then the test pass (greedy generation). Train time includes validation; eval is the test pass (loss and "
-        "generation); the speed-up is the baseline's train + eval time over the row's. A small model and a slice of "
-        "the data keep the whole table to minutes on the project's 2-core CPU machine, which other work shares: "
-        "one run per row, so differences of 10% can be noise. Bigger models gain more from bf16 (its matrix "
-        "products run ~9x faster than fp32 here) and less from removing per-step overheads.",
+        "Written by `python benchmarks/speedups.py` (do not edit by hand). Each row adds one trick to the row above "
+        "and runs the whole framework (`run_textbox.py`): the default from-scratch transformer (d=128, 2+2 layers), "
+        f"the first {args.examples} examples of every split of `{args.data.name}`, {args.epochs} epochs validated "
+        f"after each, then the test pass. Every generation is forced to {args.generation_tokens} tokens (greedy), so "
+        "that eval times compare speed, not what each partly trained model happens to say. Train time includes "
+        "validation; eval is the test pass (loss and generation); speed-up is the baseline's total over the row's. "
+        f"Medians of {args.repeats} runs per row"
+        + (f", {args.threads} torch thread(s) per process" if args.threads else "") + ".",
         "",
-        "| trick (cumulative) | train s | eval s | total s | speed-up | test BLEU | added |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "The small model and data slice keep the table to minutes on the project's 2-core CPU machine, which other "
+        "work shares (expect noise of 10% or more). They also set what each trick can gain here: per-step overheads "
+        "weigh more than matrix products, so bf16 (whose matrix products run ~6x faster than fp32 on this CPU) "
+        "gains little or loses, and a DataLoader worker or a second process competes for the same 2 cores.",
+        "",
+        "| trick (cumulative) | train s | eval s | total s | speed-up | added |",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    previous: list[str] = []
-    for _, name, keys, processes, results in measured:
-        added = [key for key in keys if key not in previous] or [f"{processes} processes"]
+    previous: dict[str, Any] = {}
+    for (name, keys, processes), row in zip(table, timings):
+        added = [f"`--{key}={value!r}`" for key, value in keys.items() if previous.get(key, None) != value]
         previous = keys
-        lines.append(f"| {name} | {results['train_seconds']:.1f} | {results['test_seconds']:.1f} | "
-                     f"{total_seconds(results):.1f} | {baseline / total_seconds(results):.2f}x | "
-                     f"{results['test']['bleu']:.2f} | {' '.join(f'`{key}`' for key in added)} |")
+        lines.append(f"| {name} | {row['train']:.1f} | {row['eval']:.1f} | {row['total']:.1f} | "
+                     f"{baseline / row['total']:.2f}x | {' '.join(added) or f'{processes} processes'} |")
     lines += [
         "",
-        "Not in the table: compiling. Training has no `torch.compile` option in this framework yet, and compiled",
-        "static-cache decoding was not adopted on this CPU (see the closing note of issue 5).",
+        "Not in the table: compiling. Training has no `torch.compile` option in this framework yet, and compiled "
+        "static-cache decoding was not adopted on this CPU (see textbox/decoding/__init__.py).",
     ]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     args = parse_args()
-    measured: list[Row] = []
+    table = rows(args)
+    runs: list[list[dict[str, Any]]] = [[] for _ in table]
     with tempfile.TemporaryDirectory() as directory:
-        for row_id, name, keys, processes in rows(args):
-            results = run_row(args, keys, processes, Path(directory), row_id)
-            measured.append((row_id, name, keys, processes, results))
-            print(f"{name}: train {results['train_seconds']} s, eval {results['test_seconds']} s", flush=True)
+        for repeat in range(args.repeats):  # rows alternate, so that a busy minute of the machine hits all of them
+            for number, (row_id, name, keys, processes) in enumerate(table):
+                results = run_row(args, keys, processes, Path(directory), f"{row_id}-{repeat}")
+                runs[number].append(results)
+                print(f"run {repeat + 1} {name}: train {results['train_seconds']} s, eval {results['test_seconds']} s",
+                      flush=True)
+    timings = [timing(row_runs) for row_runs in runs]
     DOC.parent.mkdir(exist_ok=True)
-    DOC.write_text(markdown(args, measured), encoding="utf-8")
-    baseline = total_seconds(measured[0][4])
+    DOC.write_text(markdown(args, [(name, keys, processes) for _, name, keys, processes in table], timings),
+                   encoding="utf-8")
     print_json_line({"doc": str(DOC.relative_to(REPO)),
-                     "total_seconds": {row[0]: round(total_seconds(row[4]), 1) for row in measured},
-                     "speedup": {row[0]: round(baseline / total_seconds(row[4]), 3) for row in measured}})
+                     "total_seconds": {row[0]: round(t["total"], 1) for row, t in zip(table, timings)},
+                     "speedup": {row[0]: round(timings[0]["total"] / t["total"], 3) for row, t in zip(table, timings)}})
 
 
 if __name__ == "__main__":

@@ -85,11 +85,10 @@ def summarise(clock: StepClock, warmup: int, model_config: Any) -> dict[str, flo
 
 def main() -> None:
     args = parse_args()
-    import torch
     from accelerate.state import AcceleratorState
     from transformers.utils import logging as transformers_logging
 
-    from textbox.data.batching import column_lengths, padding_fraction, TokenBudgetBatchSampler
+    from textbox.data.batching import TokenBudgetBatchSampler, column_lengths, padding_fraction
 
     transformers_logging.set_verbosity_error()
     logging.getLogger("accelerate").setLevel(logging.ERROR)

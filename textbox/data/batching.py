@@ -57,22 +57,34 @@ def _cut_by_budget(source_lengths: np.ndarray, target_lengths: np.ndarray, max_t
     return spans
 
 
-def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.lexsort keys (last = primary) for source length, then target length ascending for even source lengths
-    and descending for odd ones: this "snake" order lets neighbouring source lengths meet at similar target
-    lengths, so a batch that spans two source lengths pads its targets little (2.6% instead of 3.7% padding on
-    multi30k at 4,096 tokens per batch)."""
-    return np.where(source_lengths % 2 == 0, target_lengths, -target_lengths), source_lengths
+# Widths of the source-length buckets tried; the one that pads least is kept (see _sort_keys).
+BUCKET_WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray,
+               width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.lexsort keys (last = primary) of a "snake" walk through (source, target) lengths: source lengths in
+    buckets of ``width``; in a bucket, target lengths rise in even buckets and fall in odd ones, and source lengths
+    alternate likewise, so that neighbours in the walk (and the ends of adjacent buckets) have similar lengths.
+
+    A batch then covers a small block of lengths instead of a long run of target lengths at one source length:
+    wider buckets pay off when there are few examples per (source, target) length (pydoc at 2,048 tokens per
+    batch: 5.1% padding with width 1, 3.2% with width 3; multi30k: 1.4% either way)."""
+    bucket = source_lengths // width
+    target = np.where(bucket % 2 == 0, target_lengths, -target_lengths)
+    source = np.where((bucket + target) % 2 == 0, source_lengths, -source_lengths)
+    return source, target, bucket
 
 
 class LengthSortedOrder(Sampler[int]):
-    """Example indices sorted by length (see _sort_keys); examples of equal lengths are shuffled anew for
-    every (seed, epoch). The sorted lengths, hence the batch boundaries, are the same every epoch."""
+    """Example indices in _sort_keys order; examples of equal lengths are shuffled anew for every (seed, epoch).
+    The sequence of lengths, hence the batch boundaries, is the same every epoch."""
 
-    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, seed: int):
+    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, seed: int, width: int):
         self.source_lengths = np.asarray(source_lengths)
         self.target_lengths = np.asarray(target_lengths)
         self.seed = seed
+        self.width = width
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -85,7 +97,8 @@ class LengthSortedOrder(Sampler[int]):
     def sorted_indices(self, rng: np.random.Generator) -> np.ndarray:
         shuffled = rng.permutation(len(self.source_lengths))
         # lexsort is stable: within one (source, target) length the shuffled order survives.
-        return shuffled[np.lexsort(_sort_keys(self.source_lengths[shuffled], self.target_lengths[shuffled]))]
+        keys = _sort_keys(self.source_lengths[shuffled], self.target_lengths[shuffled], self.width)
+        return shuffled[np.lexsort(keys)]
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.sorted_indices(self.rng()).tolist())
@@ -104,11 +117,16 @@ class TokenBudgetBatchSampler:
     """
 
     def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, seed: int):
-        self.sampler = LengthSortedOrder(source_lengths, target_lengths, seed)
-        source_lengths, target_lengths = self.sampler.source_lengths, self.sampler.target_lengths
-        order = np.lexsort(_sort_keys(source_lengths, target_lengths))
-        # Every epoch's order has this same sequence of lengths, so these spans fit every epoch.
-        self.spans = _cut_by_budget(source_lengths[order], target_lengths[order], max_tokens, "max_tokens")
+        source_lengths, target_lengths = np.asarray(source_lengths), np.asarray(target_lengths)
+        least_padded = None
+        for width in BUCKET_WIDTHS:
+            order = np.lexsort(_sort_keys(source_lengths, target_lengths, width))
+            # Every epoch's order has this same sequence of lengths, so these spans fit every epoch.
+            spans = _cut_by_budget(source_lengths[order], target_lengths[order], max_tokens, "max_tokens")
+            padded = _padded_tokens(source_lengths[order], target_lengths[order], spans)
+            if least_padded is None or padded < least_padded:
+                least_padded, self.spans, chosen = padded, spans, width
+        self.sampler = LengthSortedOrder(source_lengths, target_lengths, seed, chosen)
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -124,6 +142,14 @@ class TokenBudgetBatchSampler:
 
     def __len__(self) -> int:
         return len(self.spans)
+
+
+def _padded_tokens(source_lengths: np.ndarray, target_lengths: np.ndarray, spans: list[tuple[int, int]]) -> int:
+    """Padded tokens of consecutive-example batches given as [start, end) spans."""
+    starts = np.array([start for start, _ in spans])
+    sizes = np.array([end - start for start, end in spans])
+    longest = np.maximum.reduceat(source_lengths, starts) + np.maximum.reduceat(target_lengths, starts)
+    return int((sizes * longest).sum())
 
 
 class LengthSortedBatchSampler:

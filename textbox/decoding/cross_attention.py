@@ -4,7 +4,8 @@ What transformers 5 does by itself: ``generate`` runs the encoder once per sourc
 every beam. The decoder's cross-attention turns those copies into keys/values at the first step (num_beams
 identical copies per source), caches them, and at every later step ``EncoderDecoderCache.reorder_cache`` copies
 the whole cross-attention cache with ``index_select``, although beams never leave their source and all copies of
-a source are equal. On this CPU that copy alone took 12% of a beam-4 decode (see docs/speedups.md).
+a source are equal. On this CPU that copy alone took 12% of a beam-4 decode (profiled); removing it made the
+default model's beam-4 decoding of multi30k 10% faster, outputs identical.
 
 What is added here, through transformers' public extension points (a Cache instance passed to ``generate`` and
 an attention function registered in ``AttentionInterface``):

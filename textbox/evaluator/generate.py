@@ -1,7 +1,7 @@
 """Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order.
 
-The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search, and
-detokenisation overlapping generation. Batches come length-sorted from Trainer.eval_loader, each example with
+The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search,
+n-gram blocking without full-vocabulary copies, and detokenisation overlapping generation. Batches come length-sorted from Trainer.eval_loader, each example with
 its dataset ``index``.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 
 
 def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict[str, Any]:
@@ -35,6 +36,7 @@ def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: 
     unwrapped.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     num_beams = settings.get("num_beams") or unwrapped.generation_config.num_beams or 1  # None means 1
+    settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
     with BackgroundDetokenizer(tokenizer) as detokenizer, shared_cross_attention(unwrapped, num_beams) as extra:
         for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
             with accelerator.autocast():

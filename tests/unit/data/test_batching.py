@@ -32,6 +32,20 @@ def test_every_example_once_per_epoch_within_the_budget_with_little_padding():
     assert padding_fraction(batches, sources, targets) < 0.05
 
 
+def test_sparse_lengths_get_wider_buckets_and_less_padding():
+    """Few examples per (source, target) length, as in pydoc: blocks of lengths pad less than runs."""
+    from textbox.data.batching import _cut_by_budget, _sort_keys
+
+    rng = np.random.default_rng(0)
+    sources, targets = rng.integers(10, 97, 3000), rng.integers(1, 25, 3000)
+    sampler = TokenBudgetBatchSampler(sources, targets, 2048, seed=0)
+    one_source_length_at_a_time = np.lexsort(_sort_keys(sources, targets, 1))
+    runs = [one_source_length_at_a_time[start:end] for start, end in
+            _cut_by_budget(sources[one_source_length_at_a_time], targets[one_source_length_at_a_time], 2048, "x")]
+    assert sampler.sampler.width > 1
+    assert padding_fraction(sampler.batches(), sources, targets) < 0.7 * padding_fraction(runs, sources, targets)
+
+
 def test_same_seed_and_epoch_same_batches_other_epoch_other_order_same_count():
     sources, targets = _lengths()
     first, again = (TokenBudgetBatchSampler(sources, targets, 1024, seed=3) for _ in range(2))
