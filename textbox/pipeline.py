@@ -95,7 +95,8 @@ def run(config: Config) -> dict[str, Any]:
 def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> dict[str, Any]:
     from accelerate.utils import set_seed
 
-    from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
+    from textbox.data import read_splits, tokenize_splits
+    from textbox.data.collate import make_collator
     from textbox.model.loading import count_parameters
     from textbox.model.registry import get_builder
     from textbox.trainer.loop import EvalSet, Trainer
@@ -106,10 +107,19 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
                                         ("test", testing)) if needed]
     with accelerator.main_process_first():  # builds, tokenizer training and caches happen once, on rank 0
-        splits = read_splits(config, wanted, log=logger.info)
+        if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
+            from textbox.data.denoising import read_source_only_splits
+
+            splits = read_source_only_splits(config, wanted, log=logger.info)
+        else:
+            splits = read_splits(config, wanted, log=logger.info)
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
         model, tokenizer = get_builder(config.model)(config, splits.get("train"))
+        if config.efficient_methods:  # after loading, before tokenising: nothing here depends on it
+            from textbox.model.efficient import apply_efficient_methods
+
+            model = apply_efficient_methods(config, model, logger)
         tokenized = tokenize_splits(config, splits, tokenizer, logger.info)
     trainable, total = count_parameters(model)
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
@@ -117,7 +127,7 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
         weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
         check_free_space(run_dir, peak_checkpoint_bytes(weight_bytes, config.max_save), accelerator)
 
-    trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir, logger)
+    trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, model, tokenizer), run_dir, logger)
     results: dict[str, Any] = {}
     if config.do_train:
         valid = EvalSet(tokenized["valid"], splits["valid"]) if "valid" in splits else None

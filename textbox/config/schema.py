@@ -124,6 +124,24 @@ _key("model", "config_kwargs", "dict", {},
 _key("model", "tokenizer_kwargs", "dict", {},
      "Passed to AutoTokenizer.from_pretrained; for model=transformer: vocab_size and min_frequency of its BPE.")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
+_key("model", "decoder_model_path", "str|None", None,
+     "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
+# Parameter-efficient tuning (textbox/model/efficient.py).
+_key("model", "efficient_methods", "list[str]", [],
+     "Parameter-efficient tuning: lora, prefix-tuning, prompt-tuning, p-tuning, ia3 (through peft) or bitfit; "
+     "only the trained parameters are saved in checkpoint_best.")
+_key("model", "efficient_kwargs", "dict", {},
+     "Settings of the efficient method (peft config fields), merged over its defaults (lora: r=4, "
+     "lora_alpha=32, lora_dropout=0.1).")
+_key("model", "efficient_unfreeze_model", "bool", False,
+     "With efficient_methods: train the whole model too, not only the added or selected parameters.")
+# Pre-training (textbox/data/denoising.py).
+_key("model", "pretrain_task", "str|None", None,
+     "denoising: BART-style pre-training on train.src alone (valid.src validates it by loss); the result "
+     "fine-tunes with --model_path=<run>/checkpoint_best.", choices=(None, "denoising"))
+_key("model", "mask_ratio", "float", 0.3, "denoising: fraction of the words masked by text infilling.")
+_key("model", "poisson_lambda", "float", 3.5, "denoising: mean length of an infilled span (Poisson).")
+_key("model", "permute_sentence_ratio", "float", 1.0, "denoising: fraction of the sentences permuted.")
 
 # --- optimisation -----------------------------------------------------------------------------
 _key("train", "epochs", "int", 10, "Number of passes over the training data (max_steps wins if set).")
@@ -176,6 +194,8 @@ _key("eval", "generation_kwargs", "dict", {},
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
      "are cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
+_key("train", "compile", "bool", False,
+     "torch.compile the model for training and loss evaluation (compile time is logged apart from training).")
 _key("eval", "eval_max_tokens", "int|None", None,
      "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
      "evaluation batches are length-sorted either way and outputs keep the dataset order.")

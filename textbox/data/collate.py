@@ -1,4 +1,4 @@
-"""Batch tokenised examples into padded tensors for a seq2seq model."""
+"""Batch tokenised examples into padded tensors: the collator that fits the model family and the task."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -31,3 +31,17 @@ class Seq2SeqCollator:
         if "index" in examples[0]:
             batch["index"] = torch.tensor([int(example["index"]) for example in examples], dtype=torch.long)
         return batch
+
+
+def make_collator(config: Any, model: Any, tokenizer: Any) -> Any:
+    """The batch builder for this run: denoising pre-training noises sources on the fly; decoder-only models
+    read source and target as one sequence; encoder-decoders take them apart."""
+    if config.pretrain_task == "denoising":
+        from textbox.data.denoising import DenoisingCollator
+
+        return DenoisingCollator(config, tokenizer)
+    if not getattr(model.config, "is_encoder_decoder", True):
+        from textbox.data.causal import CausalLMCollator
+
+        return CausalLMCollator(tokenizer)
+    return Seq2SeqCollator(tokenizer.pad_token_id)

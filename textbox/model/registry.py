@@ -46,3 +46,11 @@ for _name in ("bart", "t5", "mbart", "pegasus", "marian", "led", "blenderbot", "
              "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path")
 register("bert2bert", "textbox.model.bert2bert:build", True,
          "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)")
+register("encoder_decoder", "textbox.model.bert2bert:build", True,
+         "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) checkpoint")
+for _name in ("causal_lm", "gpt2", "opt", "llama"):
+    register(_name, "textbox.model.causal_lm:build", True,
+             "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined")
+for _name in ("rnn", "gru", "lstm"):
+    register(_name, "textbox.model.rnn:build", False,
+             "RNN encoder-decoder with attention trained from scratch, with the transformer's BPE tokenizer")
