@@ -134,6 +134,8 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
         started = time.perf_counter()
         state = trainer.fit(tokenized["train"], valid)
         results["train_seconds"] = round(time.perf_counter() - started, 1)  # validation included
+        if config.compile:
+            results["compile_seconds"] = round(trainer.compile_seconds, 1)  # included in train_seconds
         results["valid"] = state.best_valid
         results["best_step"] = state.best_step
         results["steps"] = state.step

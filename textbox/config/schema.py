@@ -195,7 +195,11 @@ _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
      "are cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
 _key("train", "compile", "bool", False,
-     "torch.compile the model for training and loss evaluation (compile time is logged apart from training).")
+     "torch.compile the training forward (dynamic shapes: one compilation for all batch lengths); the compile "
+     "time is logged and written to results.json apart (compile_seconds).")
+_key("eval", "decode_compile", "bool", False,
+     "Generate with a static cache and a torch.compile'd forward: each new batch shape compiles once (tens of "
+     "seconds), then decodes faster; for large test sets. Compile time is logged apart.")
 _key("eval", "eval_max_tokens", "int|None", None,
      "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
      "evaluation batches are length-sorted either way and outputs keep the dataset order.")

@@ -56,6 +56,8 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     problems.extend(_check_model(values, where))
     problems.extend(_check_dataset(values, where))
     problems.extend(_check_metrics(values, where))
+    problems.extend(_check_efficient(values, where))
+    problems.extend(_check_pretraining(values, where))
     return problems
 
 
@@ -115,4 +117,65 @@ def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
             problems.append(f"{where('metrics_for_best_model')}: {name!r} is descriptive (neither higher nor lower "
                             f"is better) and cannot choose a model")
     problems.extend(option_problems(values["metrics"], values, where))
+    return problems
+
+
+def _check_efficient(values: Mapping[str, Any], where) -> list[str]:
+    """Parameter-efficient tuning (textbox/model/efficient.py) and encoder-decoder pairs."""
+    from textbox.model.efficient import method_problems
+
+    methods = list(values["efficient_methods"])
+    problems = [f"{where('efficient_methods')}: {problem}" for problem in method_problems(methods)]
+    if values["efficient_unfreeze_model"] and not methods:
+        problems.append(f"{where('efficient_unfreeze_model')} needs --efficient_methods (without a method the "
+                        f"whole model trains anyway)")
+    if values["efficient_kwargs"] and not methods:
+        problems.append(f"{where('efficient_kwargs')} needs --efficient_methods=[<method>] to apply to")
+    if methods and not values["efficient_unfreeze_model"] and (not values["model_path"] or values["from_scratch"]):
+        problems.append(f"{where('efficient_methods')} tune a pretrained model that loads again from --model_path "
+                        f"(only the tuned parameters are saved): give --model_path without --from_scratch=True, "
+                        f"or add --efficient_unfreeze_model=True to train and save the whole model")
+    if methods and methods[0].lower() == "bitfit" and values["efficient_kwargs"]:
+        problems.append(f"{where('efficient_kwargs')}: bitfit takes no settings, got {values['efficient_kwargs']}")
+    decoder = values["decoder_model_path"]
+    if decoder and values["model"].lower() not in ("bert2bert", "encoder_decoder"):
+        problems.append(f"{where('decoder_model_path')} is for --model=encoder_decoder (or bert2bert), "
+                        f"not {values['model']!r}")
+    if decoder and _looks_local(decoder) and not Path(decoder).exists():
+        problems.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")
+    return problems
+
+
+# Model families whose tokenizers have no mask token (T5 and Marian use none; T5 has sentinel tokens instead).
+_NO_MASK_MODELS = ("t5", "marian")
+
+
+def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
+    """Denoising pre-training (textbox/data/denoising.py): validated by loss, on a model with a mask token
+    (families known to lack one are named here; the collator checks any other loaded tokenizer)."""
+    if values["pretrain_task"] is None:
+        return []
+    from textbox.model.registry import MODELS
+
+    problems = []
+    wanted = [name.lower() for name in values["metrics_for_best_model"]]
+    if any(name not in ("loss", "perplexity") for name in wanted):
+        problems.append(f"{where('metrics_for_best_model')}: pre-training is validated by its loss (the target is "
+                        f"the input itself, so generation metrics mean nothing): use ['loss'], got "
+                        f"{list(values['metrics_for_best_model'])}")
+    if not 0.0 <= values["mask_ratio"] <= 1.0:
+        problems.append(f"{where('mask_ratio')} must be in [0, 1], got {values['mask_ratio']}")
+    if not values["poisson_lambda"] > 0:
+        problems.append(f"{where('poisson_lambda')} must be positive (the mean span length), "
+                        f"got {values['poisson_lambda']}")
+    if not 0.0 <= values["permute_sentence_ratio"] <= 1.0:
+        problems.append(f"{where('permute_sentence_ratio')} must be in [0, 1], got {values['permute_sentence_ratio']}")
+    name = values["model"].lower()
+    entry = MODELS.get(name)
+    if entry is not None and entry.builder.startswith("textbox.model.causal_lm"):
+        problems.append(f"{where('pretrain_task')}: denoising trains an encoder-decoder to rebuild its input; "
+                        f"model {name!r} is decoder-only")
+    elif name in _NO_MASK_MODELS:
+        problems.append(f"{where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
+                        f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint")
     return problems

@@ -6,10 +6,13 @@ is exactly what the tokenizer gives. When it does not fit ``src_len``, only sour
 (from the end for truncate=tail, from the start for head): special tokens and the prompts are kept whole.
 Prompt tokens are found by their character offsets, so prompts need a fast (``tokenizers``) tokenizer.
 Targets (the first reference) keep their special tokens, the final eos included, within ``tgt_len``.
+For a decoder-only model (textbox.model.causal_lm), which reads source and target as one sequence, a target is
+its text tokens without special tokens (no <s> between source and target) followed by eos, within ``tgt_len``;
+the source is encoded as for any other model, within ``src_len``.
 
 The cache key covers everything the result depends on: the split's text, the tokenizer's saved files,
-src_len, tgt_len, truncate and the prompts. Entries are written atomically, so several processes (or a
-killed one) never leave a partial entry behind.
+src_len, tgt_len, truncate, the prompts and the target layout (decoder-only or not). Entries are written
+atomically, so several processes (or a killed one) never leave a partial entry behind.
 """
 from __future__ import annotations
 
@@ -80,6 +83,8 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
         "sources": split.sources,
         "targets": [references[0] for references in split.targets],
     }
+    if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
+        recipe["target_layout"] = "text+eos"
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
 
 
@@ -87,12 +92,14 @@ def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) ->
     import datasets
 
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
+    lm_targets = decoder_only(config)
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
         return {
             "input_ids": encode_within(tokenizer, batch["source"], config.src_len, config.truncate, "src_len",
                                        prefix, suffix),
-            "labels": encode_within(tokenizer, batch["target"], config.tgt_len, "tail", "tgt_len"),
+            "labels": (encode_lm_targets(tokenizer, batch["target"], config.tgt_len) if lm_targets
+                       else encode_within(tokenizer, batch["target"], config.tgt_len, "tail", "tgt_len")),
         }
 
     texts = datasets.Dataset.from_dict({"source": split.sources,
@@ -101,6 +108,23 @@ def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) ->
                                   "labels": datasets.List(datasets.Value("int32"))})
     return texts.map(encode, batched=True, batch_size=BATCH_SIZE, remove_columns=["source", "target"],
                      features=features, new_fingerprint=fingerprint, desc=f"tokenizing {split.name}")
+
+
+def decoder_only(config: Config) -> bool:
+    """Whether the run's model reads source and target as one sequence (its targets are text + eos)."""
+    from textbox.model.registry import DECODER_ONLY_MODELS
+
+    return config.model.lower() in DECODER_ONLY_MODELS
+
+
+def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list[int]]:
+    """Each text's tokens without special tokens, cut to ``limit - 1``, then eos: a decoder-only model's target."""
+    if limit < 2:
+        raise ConfigError([f"tgt_len={limit} leaves no room for target text besides the closing eos; raise --tgt_len"])
+    eos = tokenizer.eos_token_id
+    encoded = tokenizer(texts, add_special_tokens=False, return_attention_mask=False,
+                        return_token_type_ids=False)["input_ids"]
+    return [ids[:limit - 1] + [eos] for ids in encoded]
 
 
 def encode_within(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,

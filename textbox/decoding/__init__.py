@@ -11,7 +11,8 @@ Length-sorted, token-budget batches with outputs back in dataset order come from
 textbox.evaluator.generate; bf16 inference is ``--mixed_precision=bf16`` (generate runs under the accelerator's
 autocast). Every piece leaves the outputs unchanged: the tests compare them token for token with transformers'.
 
-Not adopted: a static cache with a compiled forward. It works on this CPU (greedy, identical outputs), but each
-distinct batch shape costs a ~35 s compile for a 1.3x faster decode afterwards, and length-sorted batches have
-many shapes; it pays only on test sets far larger than this project's.
+Optional (``--decode_compile=True``, compiled.py): a static cache with a compiled forward. Outputs are unchanged,
+but each distinct batch shape costs a compilation (~35 s for the default model on this project's CPU; a greedy
+prototype then decoded ~1.3x faster), and length-sorted batches have many shapes: it pays only on large test sets,
+so it is off by default.
 """

@@ -1,10 +1,13 @@
-"""BERT2BERT: an EncoderDecoderModel warm-started from one encoder checkpoint used on both sides.
+"""BERT2BERT and other encoder-decoder pairs: an EncoderDecoderModel warm-started from an encoder checkpoint
+(--model_path) and a decoder checkpoint (--decoder_model_path; default: the same one, i.e. BERT2BERT).
 
-The decoder gets new cross-attention layers, so a model built from an encoder must be trained; a saved
-encoder-decoder checkpoint (e.g. a run's checkpoint_best) is reloaded as it is.
+The decoder gets new cross-attention layers (unless its checkpoint already has them), so a model built from two
+checkpoints must be trained; a saved encoder-decoder checkpoint (e.g. a run's checkpoint_best) is reloaded as it
+is. Sources and targets share one tokenizer, --model_path's: the decoder's vocabulary must be the same.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from transformers import AutoConfig, AutoTokenizer, EncoderDecoderModel
@@ -25,18 +28,41 @@ def build(config: Config, train_split: Split | None) -> tuple[EncoderDecoderMode
         raise TextBoxUserError(f"--model_path={path} holds a {saved_config.model_type!r} encoder-decoder; "
                                f"load it with --model={saved_config.model_type} (bert2bert needs an encoder)")
     if train_split is None:
-        raise TextBoxUserError(f"--model=bert2bert from the encoder {path} has an untrained decoder: use "
+        raise TextBoxUserError(f"--model={config.model} from the encoder {path} has an untrained decoder: use "
                                f"--do_train=True, or --model_path=<a run's checkpoint_best> to test a trained one")
+    decoder_path = config.decoder_model_path or path
+    decoder_config = load_config(decoder_path, config.config_kwargs)
+    if decoder_path != path:
+        _check_decoder(decoder_path, decoder_config, tokenizer)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     if cls is None or sep is None or tokenizer.pad_token_id is None:
         raise TextBoxUserError(f"--model_path={path}: bert2bert needs a tokenizer with [CLS], [SEP] and [PAD] "
                                f"tokens (they start, end and pad targets); this one lacks some")
     model = from_pretrained(
-        EncoderDecoderModel.from_encoder_decoder_pretrained, path, decoder_pretrained_model_name_or_path=path,
+        EncoderDecoderModel.from_encoder_decoder_pretrained, path, decoder_pretrained_model_name_or_path=decoder_path,
         # two separate configs: the decoder's is switched to causal attention with cross-attention
-        encoder_config=load_config(path, config.config_kwargs), decoder_config=load_config(path, config.config_kwargs))
+        encoder_config=load_config(path, config.config_kwargs), decoder_config=decoder_config)
     model.config.vocab_size = model.config.decoder.vocab_size
+    model.textbox_warm_started = True  # new cross-attention: efficient methods alone would leave it random
     set_special_token_ids(model, decoder_start_token_id=cls, bos_token_id=cls, eos_token_id=sep,
                           pad_token_id=tokenizer.pad_token_id)
     set_generation_length(model, config.tgt_len)
     return model, tokenizer
+
+
+def _check_decoder(decoder_path: str, decoder_config: Any, tokenizer: Any) -> None:
+    """The decoder reads and predicts ids of --model_path's tokenizer: its vocabulary must be that one."""
+    if decoder_config.is_encoder_decoder:
+        raise TextBoxUserError(f"--decoder_model_path={decoder_path} holds a {decoder_config.model_type!r} "
+                               f"encoder-decoder; give an encoder or decoder checkpoint (e.g. a BERT or GPT-2)")
+    vocab_size = getattr(decoder_config, "vocab_size", None)
+    if vocab_size is not None and vocab_size < len(tokenizer):
+        raise TextBoxUserError(f"--decoder_model_path={decoder_path} has {vocab_size} embeddings but the tokenizer "
+                               f"of --model_path has {len(tokenizer)} tokens; sources and targets share that "
+                               f"tokenizer, so the decoder needs the same vocabulary")
+    if (Path(decoder_path) / "tokenizer_config.json").is_file():
+        own = from_pretrained(AutoTokenizer.from_pretrained, decoder_path)
+        if own.get_vocab() != tokenizer.get_vocab():
+            raise TextBoxUserError(f"--decoder_model_path={decoder_path} comes with a tokenizer whose vocabulary "
+                                   f"differs from --model_path's; sources and targets share --model_path's "
+                                   f"tokenizer, so the decoder must use the same vocabulary")

@@ -15,6 +15,10 @@ Loaded = TypeVar("Loaded")
 
 def from_pretrained(load: Callable[..., Loaded], model_path: str, **kwargs: Any) -> Loaded:
     """Call a ``from_pretrained`` and turn 'not found / offline' into a message that says what to do."""
+    from textbox.model.efficient import is_efficient_checkpoint, load_efficient
+
+    if is_efficient_checkpoint(model_path):  # an adapter or BitFit biases: loaded onto their base model
+        return load_efficient(load, model_path, **kwargs)
     local = Path(model_path).expanduser()
     if not local.exists() and _looks_like_a_path(model_path):
         raise TextBoxUserError(f"--model_path={model_path}: directory {local} does not exist; give a directory "

@@ -48,7 +48,9 @@ register("bert2bert", "textbox.model.bert2bert:build", True,
          "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)")
 register("encoder_decoder", "textbox.model.bert2bert:build", True,
          "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) checkpoint")
-for _name in ("causal_lm", "gpt2", "opt", "llama"):
+# Decoder-only LMs: their targets are tokenised as text + eos (textbox.data.tokenize reads this tuple).
+DECODER_ONLY_MODELS = ("causal_lm", "gpt2", "opt", "llama")
+for _name in DECODER_ONLY_MODELS:
     register(_name, "textbox.model.causal_lm:build", True,
              "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined")
 for _name in ("rnn", "gru", "lstm"):

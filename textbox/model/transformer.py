@@ -24,8 +24,7 @@ def build(config: Config, train_split: Split | None) -> tuple[BartForConditional
     config_kwargs and tokenizer_kwargs describe a new model; a checkpoint keeps the settings it was saved with.
     """
     if config.model_path:
-        model = from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, config.model_path)
-        return model, from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
+        return _reload(config.model_path), from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
     if train_split is None:
         raise TextBoxUserError("model 'transformer' starts untrained: use --do_train=True to train it, or "
                                "--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
@@ -36,6 +35,18 @@ def build(config: Config, train_split: Split | None) -> tuple[BartForConditional
     model = BartForConditionalGeneration(_bart_config(config, tokenizer))  # generation_config copies its ids
     set_generation_length(model, config.tgt_len)
     return model, tokenizer
+
+
+def _reload(model_path: str) -> Any:
+    """A saved encoder-decoder; anything else (a GPT-2, a BERT) gets a message naming the --model that loads it."""
+    try:
+        return from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, model_path)
+    except ValueError as error:
+        if "Unrecognized configuration class" not in str(error):
+            raise
+        raise TextBoxUserError(f"--model_path={model_path} is not an encoder-decoder checkpoint, which --model="
+                               f"transformer reloads; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, "
+                               f"llama), an encoder with --model=bert2bert, an RNN with --model=rnn/gru/lstm") from error
 
 
 def _tokenizer_settings(config: Config) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Checkpoints, always written atomically so that a kill at any moment leaves a loadable previous version.
 
-checkpoint_best/ and checkpoint-<step>/: save_pretrained model + tokenizer (for testing and sharing).
+checkpoint_best/ and checkpoint-<step>/: save_pretrained model + tokenizer (for testing and sharing); with
+efficient_methods only the adapter (or BitFit's biases) and the base model's path (textbox.model.efficient).
 checkpoint_last/: accelerate's full state (model, optimiser, scheduler, every RNG) + train_state.json,
 everything an exact resume needs.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from accelerate import Accelerator
 
+from textbox.model.efficient import save_model_files
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
@@ -25,7 +27,7 @@ def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         with atomic_directory(path) as tmp:
-            accelerator.unwrap_model(model).save_pretrained(tmp)
+            save_model_files(accelerator.unwrap_model(model), tmp)  # only the trained parameters when efficient
             tokenizer.save_pretrained(tmp)
     accelerator.wait_for_everyone()
 

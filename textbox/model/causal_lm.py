@@ -1,0 +1,98 @@
+"""Decoder-only language models (GPT-2, OPT, Llama, ...: any ``AutoModelForCausalLM``) for source -> target tasks.
+
+Source and target are joined into one sequence, ``source eos target eos`` (the first eos separates them and is
+not repeated when the tokenizer already ends the source with it), and only the target tokens count in the
+loss (textbox.data.causal builds the batches, textbox.trainer.loss shifts the logits by one). Generation continues
+the left-padded ``source eos`` and keeps only the new tokens (textbox.evaluator.generate).
+
+Max lengths are split between source and target: ``--src_len`` bounds the source part (prompts and the
+tokenizer's own special tokens included, e.g. Llama's <s>) and ``--tgt_len`` the target part (its closing eos
+included; also the default number of generated tokens). A joined sequence is therefore at most
+``src_len + 1 + tgt_len`` tokens long, which must fit the model's positions (``max_position_embeddings``).
+
+The source is encoded as the tokenizer encodes text (GPT-2 adds nothing, Llama adds <s>; ``--prefix_prompt`` and
+``--suffix_prompt`` add words), then the separating eos; the target is encoded without special tokens, then eos.
+Set the generation length with ``max_new_tokens`` (the default, tgt_len), not ``max_length``, which here would
+count the source too. A tokenizer without a padding token pads with eos (labels and attention masks come from
+lengths, never from the pad id).
+
+Testing a checkpoint needs the model name too: ``--model=gpt2 --model_path=<run>/checkpoint_best --do_train=False``
+(without it --model defaults to the encoder-decoder ``transformer``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoModelForCausalLM, AutoTokenizer, PretrainedConfig, PreTrainedModel
+
+from textbox.config import Config, TextBoxUserError
+from textbox.data.split import Split
+from textbox.model.loading import from_pretrained, load_config, set_generation_length, set_special_token_ids
+from textbox.utils.logging import get_logger
+
+
+def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, Any]:
+    """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch);
+    ``config_kwargs`` override the model config. ``train_split`` is unused: the tokenizer comes with the model."""
+    path = config.model_path
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, path, **config.tokenizer_kwargs)
+    model_config = load_config(path, config.config_kwargs)
+    if model_config.is_encoder_decoder:
+        raise TextBoxUserError(f"--model_path={path} holds a {model_config.model_type!r} encoder-decoder, not a "
+                               f"decoder-only LM; load it with --model={model_config.model_type} "
+                               f"(or --model=seq2seq)")
+    _check_positions(config, model_config)
+    if config.from_scratch:
+        model = AutoModelForCausalLM.from_config(model_config)
+    else:
+        model = from_pretrained(AutoModelForCausalLM.from_pretrained, path, config=model_config)
+    _complete_special_tokens(model, tokenizer, path)
+    embeddings = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > embeddings:
+        get_logger().warning(f"the tokenizer has {len(tokenizer)} tokens but the model only {embeddings} "
+                             f"embeddings: resized (the new rows start untrained)")
+        model.resize_token_embeddings(len(tokenizer))
+    set_generation_length(model, config.tgt_len)
+    return model, tokenizer
+
+
+def _check_positions(config: Config, model_config: PretrainedConfig) -> None:
+    """A joined sequence (source + target, or source + generated tokens) must fit the model's positions: GPT-2's
+    learned positions fail with an index error deep inside a run otherwise."""
+    positions = getattr(model_config, "max_position_embeddings", None)
+    generated = max(config.tgt_len, config.generation_kwargs.get("max_new_tokens") or 0)
+    if isinstance(positions, int) and config.src_len + 1 + generated > positions:
+        raise TextBoxUserError(
+            f"src_len + separator + tgt_len = {config.src_len} + 1 + {generated} tokens exceed the {positions} "
+            f"positions of this {model_config.model_type!r} model (source and target share one sequence); lower "
+            f"--src_len/--tgt_len"
+            + (", or raise them with --config_kwargs={'max_position_embeddings': N}" if config.from_scratch else ""))
+
+
+def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:
+    """eos ends every target and stops generation; padding falls back to eos when the tokenizer has none."""
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        eos = _config_id(model.config, "eos_token_id")
+        if eos is None:
+            raise TextBoxUserError(f"--model_path={model_path}: neither its tokenizer nor its config defines an "
+                                   f"end-of-sequence token, which ends every target; give the tokenizer one")
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos)
+    if tokenizer.pad_token_id is None:
+        pad = _config_id(model.config, "pad_token_id")
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(eos if pad is None else pad)
+    ids = {"eos_token_id": eos, "pad_token_id": tokenizer.pad_token_id}
+    listed = model.generation_config.eos_token_id
+    if isinstance(listed, (list, tuple)) and eos in listed:
+        ids["eos_token_id"] = list(listed)  # e.g. Llama 3's several end tokens: generation stops at any of them
+    if tokenizer.bos_token_id is not None:
+        ids["bos_token_id"] = tokenizer.bos_token_id
+    set_special_token_ids(model, **ids)
+
+
+def _config_id(model_config: PretrainedConfig, name: str) -> int | None:
+    """A single token id from the model config (some configs list several eos ids: the first is taken)."""
+    value = getattr(model_config, name, None)
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    return value
