@@ -125,11 +125,12 @@ def markdown(args: argparse.Namespace, table: list[tuple[str, dict[str, Any], in
                      f"{baseline / row['total']:.2f}x | {' '.join(added) or f'{processes} processes'} |")
     lines += [
         "",
-        "Compiling: `--compile=True` compiles the training forward once (dynamic shapes); the (compiling) column "
-        "is the part of the train time torch.compile spent, as results.json's compile_seconds reports it. "
-        "Inductor keeps compiled kernels in its on-disk cache, so only the first run on a machine pays the full "
-        "compile; later runs (as the repeats here) mostly load it. Compiled static-cache decoding was not adopted "
-        "on this CPU (see textbox/decoding/__init__.py).",
+        "Compiling: `--compile=True` compiles the training forward once per run (dynamic shapes: one graph for "
+        "every batch length); the (compiling) column is the part of the train time torch.compile spent, as "
+        "results.json's compile_seconds reports it. Inductor's on-disk cache spares later runs the kernel builds "
+        "(the first run on a machine compiles for longer), but tracing is paid every run: on a run this short, "
+        "compiling costs more than it saves. Compiled static-cache decoding (`--decode_compile=True`) is not in the "
+        "table: each batch shape compiles, which pays only on large test sets (see textbox/decoding/compiled.py).",
     ]
     return "\n".join(lines) + "\n"
 

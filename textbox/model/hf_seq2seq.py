@@ -19,7 +19,8 @@ def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, A
     model_config = load_config(config.model_path, config.config_kwargs)
     if not model_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={config.model_path} holds a {model_config.model_type!r} model, not "
-                               f"an encoder-decoder; use --model=bert2bert to warm-start one from an encoder")
+                               f"an encoder-decoder; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, llama), "
+                               f"and --model=bert2bert warm-starts an encoder-decoder from an encoder")
     if config.from_scratch:
         model = AutoModelForSeq2SeqLM.from_config(model_config)
     else:

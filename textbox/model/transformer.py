@@ -42,7 +42,7 @@ def _reload(model_path: str) -> Any:
     try:
         return from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, model_path)
     except ValueError as error:
-        if "Unrecognized configuration class" not in str(error):
+        if not any(sign in str(error) for sign in ("Unrecognized configuration class", "does not recognize")):
             raise
         raise TextBoxUserError(f"--model_path={model_path} is not an encoder-decoder checkpoint, which --model="
                                f"transformer reloads; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, "

@@ -84,3 +84,12 @@ def test_unknown_tokenizer_kwargs_are_rejected(tiny_config, train_split):
 def test_missing_checkpoint_directory_names_model_path(tiny_config, tmp_path):
     with pytest.raises(TextBoxUserError, match="--model_path="):
         transformer.build(tiny_config(model_path=str(tmp_path / "no_such_run" / "checkpoint_best")), None)
+
+
+def test_a_decoder_only_checkpoint_names_the_model_that_loads_it(tiny_config, tmp_path):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, bos_token_id=0,
+                               eos_token_id=0)).save_pretrained(tmp_path / "gpt")
+    with pytest.raises(TextBoxUserError, match="--model=causal_lm"):
+        transformer.build(tiny_config(model_path=str(tmp_path / "gpt")), None)
