@@ -66,7 +66,7 @@ class Trainer:
         if config.decode_compile:
             from textbox.decoding.compiled import with_compiled_decoding
 
-            self.generation = with_compiled_decoding(self.generation)
+            self.generation = with_compiled_decoding(self.generation, getattr(model, "generation_config", None))
         self.metric_details: dict[str, Any] = {}
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput

@@ -1,5 +1,6 @@
 """--decode_compile=True: a static cache and a compiled forward give exactly the eager outputs, through the
-framework's own evaluation loop, and the compile time is logged apart."""
+framework's own evaluation loop, and the compile time is logged apart; beam search, which transformers never
+compiles, is refused rather than given a flag that does nothing."""
 from __future__ import annotations
 
 import logging
@@ -26,7 +27,7 @@ def test_compiled_decoding_gives_the_eager_outputs(tiny_bart, tokenizer, tmp_pat
                 for compiled in (False, True)}
     assert trainers[True].generation["cache_implementation"] == "static"
     data = [{"input_ids": ids, "labels": []} for ids in tokenizer(SOURCES)["input_ids"]]
-    for settings in ({"num_beams": 1, "min_new_tokens": 6}, {"num_beams": 3, "min_new_tokens": 6}):
+    for settings in ({"num_beams": 1, "min_new_tokens": 6}, {"num_beams": 1, "min_new_tokens": 3}):
         texts = {}
         for compiled, trainer in trainers.items():
             with caplog.at_level(logging.INFO, logger="textbox"):
@@ -35,3 +36,16 @@ def test_compiled_decoding_gives_the_eager_outputs(tiny_bart, tokenizer, tmp_pat
         assert texts[True] == texts[False]
     compiled_seconds = [float(line.split()[1]) for line in caplog.messages if line.startswith("decode_compile:")]
     assert compiled_seconds and compiled_seconds[0] > 0  # it really compiled, and said for how long
+
+
+def test_beam_search_is_refused_before_anything_runs():
+    from transformers import GenerationConfig
+
+    from textbox.config import TextBoxUserError
+    from textbox.decoding.compiled import with_compiled_decoding
+
+    with pytest.raises(TextBoxUserError, match="num_beams=4"):
+        with_compiled_decoding({"num_beams": 4})
+    with pytest.raises(TextBoxUserError, match="num_beams=3"):  # the model's own default counts too
+        with_compiled_decoding({}, GenerationConfig(num_beams=3))
+    assert with_compiled_decoding({"num_beams": 1}, GenerationConfig(num_beams=3))["cache_implementation"] == "static"
