@@ -54,13 +54,9 @@ def read_source_only_splits(config: Any, names: Sequence[str],
                             log: Callable[[str], None] = print) -> dict[str, Split]:
     """The splits ``names`` from their sources alone (train.src, valid.src, test.src for plain text; the
     ``src_field`` column otherwise), each source its own target; quick_test applies as usual."""
-    from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
-    from textbox.data.readers import _first_examples, _read_lines, _read_raw, dataset_directory, detect_format
+    from textbox.data.readers import _first_examples, _read_lines, _read_raw, locate_data
 
-    directory = dataset_directory(config)
-    if config.data_path is None and config.dataset in BUILTIN_DATASETS and config.data_format in ("auto", "plain"):
-        ensure_builtin(config.dataset, directory, log)
-    data_format = detect_format(directory, names) if config.data_format == "auto" else config.data_format
+    directory, data_format = locate_data(config, names, log)
     splits = {}
     for name in names:
         if data_format == "plain":

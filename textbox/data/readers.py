@@ -35,6 +35,15 @@ def dataset_directory(config: Config) -> Path:
     return Path(config.data_path) if config.data_path else Path("dataset") / config.dataset
 
 
+def locate_data(config: Config, names: Sequence[str], log: Callable[[str], None]) -> tuple[Path, str]:
+    """The dataset's directory and file format (built first if it is a built-in dataset not built yet)."""
+    directory = dataset_directory(config)
+    if config.data_path is None and config.dataset in BUILTIN_DATASETS and config.data_format in ("auto", "plain"):
+        ensure_builtin(config.dataset, directory, log)
+    data_format = detect_format(directory, names) if config.data_format == "auto" else config.data_format
+    return directory, data_format
+
+
 def read_splits(config: Config, names: Sequence[str] = SPLITS,
                 log: Callable[[str], None] = print) -> dict[str, Split]:
     """Read the splits ``names``; valid/test targets may hold several references, train ones exactly one.
@@ -42,10 +51,7 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
     A built-in dataset is built first when its default directory (dataset/<name>) lacks it; a directory
     given as data_path is the user's and is only read.
     """
-    directory = dataset_directory(config)
-    if config.data_path is None and config.dataset in BUILTIN_DATASETS and config.data_format in ("auto", "plain"):
-        ensure_builtin(config.dataset, directory, log)
-    data_format = detect_format(directory, names) if config.data_format == "auto" else config.data_format
+    directory, data_format = locate_data(config, names, log)
     splits = {}
     for name in names:
         split = _check(name, _read_raw(config, data_format, directory, name))
