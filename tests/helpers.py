@@ -1,10 +1,13 @@
 """Test helpers: a tiny synthetic dataset and the tiny model settings used by end-to-end tests."""
 from __future__ import annotations
 
+import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import PROJECT_ROOT
@@ -52,3 +55,37 @@ def accelerate_two_cpu_processes() -> list[str]:
     port = str(29500 + os.getpid() % 400)
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port]
+
+
+def train_losses(run_dir: Path) -> dict[int, float]:
+    """Per-step training loss of a run, from its metrics.jsonl (logged with --logging_steps=1)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {row["step"]: row["loss"] for row in rows if row["split"] == "train"}
+
+
+def start_script(args: list[str], cwd: Path, launcher: tuple[str, ...] = (sys.executable,)) -> subprocess.Popen:
+    """run_textbox.py started in the background (single-threaded, offline), its stderr captured."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "PYTHONPATH": str(PROJECT_ROOT), "ACCELERATE_USE_CPU": "true"}  # read by accelerate launch only
+    return subprocess.Popen([*launcher, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout: float = 900) -> None:
+    """Return once the run has logged training step ``step``; fail if it dies first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (run_dir / "metrics.jsonl").exists() and max(train_losses(run_dir), default=0) >= step:
+            return
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        time.sleep(0.05)
+    raise AssertionError(f"step {step} not reached")
+
+
+def sigterm_after_step(args: list[str], cwd: Path, run_dir: Path, step: int) -> tuple[int, str]:
+    """Start a run, send it SIGTERM once it has logged ``step``; its (exit code, stderr)."""
+    process = start_script(args, cwd=cwd)
+    wait_for_step(run_dir, step, process)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=600)
+    return process.returncode, stderr

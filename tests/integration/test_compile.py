@@ -2,18 +2,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, train_losses
 
 pytestmark = pytest.mark.slow
-
-
-def _train_losses(run_dir: Path) -> list[float]:
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [row["loss"] for row in rows if row["split"] == "train"]
 
 
 def test_compiled_training_matches_eager_and_reports_compile_time(tmp_path):
@@ -31,7 +25,7 @@ def test_compiled_training_matches_eager_and_reports_compile_time(tmp_path):
     assert results["compile_seconds"] > 0
     assert "compile_seconds" not in json.loads((tmp_path / "saved" / "eager" / "results.json").read_text())
     assert "torch.compile:" in (tmp_path / "saved" / "compiled" / "project.log").read_text()
-    eager, compiled = _train_losses(tmp_path / "saved" / "eager"), _train_losses(tmp_path / "saved" / "compiled")
+    eager, compiled = (list(train_losses(tmp_path / "saved" / name).values()) for name in ("eager", "compiled"))
     assert len(eager) == len(compiled) == 4
     assert compiled == pytest.approx(eager, rel=1e-4)  # kernels fuse differently: equal up to rounding
     # The compiled run's weights are saved like any other (the plain module is saved, not the compiled wrapper).

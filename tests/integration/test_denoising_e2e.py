@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
-from tests.integration.test_resume import ONE_THREAD, _digest, _losses, _start, _wait_for_step
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, sigterm_after_step, train_losses
+from tests.integration.test_resume import ONE_THREAD, _digest
 
 pytestmark = pytest.mark.slow
 
@@ -59,20 +59,17 @@ def test_interrupted_pretraining_resumes_exactly(tmp_path: Path):
     whole = run_script([*args, "--filename=whole"], cwd=tmp_path, env=ONE_THREAD)
     assert whole.returncode == 0, whole.stderr[-3000:]
 
-    process = _start([*args, "--filename=cut"], cwd=tmp_path)
     cut_dir = tmp_path / "saved" / "cut"
-    _wait_for_step(cut_dir, 4, process)
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=600)
-    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    returncode, stderr = sigterm_after_step([*args, "--filename=cut"], tmp_path, cut_dir, 4)
+    assert returncode == 128 + signal.SIGTERM, stderr[-3000:]
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 24  # 96 examples / (8 x 2) = 6 steps per epoch, 24 in all
 
     resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole_dir = tmp_path / "saved" / "whole"
-    assert sorted(_losses(whole_dir)) == list(range(1, 25))
-    assert _losses(cut_dir) == _losses(whole_dir)
+    assert sorted(train_losses(whole_dir)) == list(range(1, 25))
+    assert train_losses(cut_dir) == train_losses(whole_dir)
     assert _digest(cut_dir / "checkpoint_last" / "model.safetensors") == \
         _digest(whole_dir / "checkpoint_last" / "model.safetensors")
     assert json.loads((cut_dir / "results.json").read_text())["test"] == \

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_script
+from tests.helpers import make_copy_dataset, run_script, train_losses
 
 BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8",
              "--eval_batch_size=16", "--learning_rate=0.01", "--scheduler=constant", "--warmup_steps=0",
@@ -49,18 +49,13 @@ def _run(setup, tmp_path, *args):
     return result
 
 
-def _losses(run_dir: Path) -> dict[int, float]:
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return {row["step"]: row["loss"] for row in rows if row["split"] == "train"}
-
-
 def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, tmp_path):
     _, base = setup
     _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=lora")
     run_dir = tmp_path / "saved" / "lora"
     log = (run_dir / "project.log").read_text()
     assert "efficient tuning: lora; 3,072 of " in log and "trainable (" in log
-    losses = _losses(run_dir)
+    losses = train_losses(run_dir)
     assert losses[8] < losses[1]
     best = run_dir / "checkpoint_best"
     names = {path.name for path in best.iterdir()}
@@ -96,7 +91,7 @@ def test_a_resumed_lora_run_equals_an_uninterrupted_one(setup, tmp_path):
     _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--max_steps=4")
     _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--resume=True")
     whole, cut = tmp_path / "saved" / "whole", tmp_path / "saved" / "cut"
-    assert _losses(cut) == _losses(whole) and sorted(_losses(cut)) == list(range(1, 9))
+    assert train_losses(cut) == train_losses(whole) and sorted(train_losses(cut)) == list(range(1, 9))
     digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
     name = "checkpoint_best/adapter_model.safetensors"
     assert digest(cut / name) == digest(whole / name)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import (TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script,
+                           sigterm_after_step, start_script, train_losses, wait_for_step)
 
 pytestmark = pytest.mark.slow
 
@@ -24,30 +22,8 @@ RUN_ARGS = [*TINY_MODEL_ARGS, "--dataset=copy", "--epochs=3", "--logging_steps=1
             "--warmup_steps=3"]
 
 
-def _losses(run_dir: Path) -> dict[int, float]:
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return {row["step"]: row["loss"] for row in rows if row["split"] == "train"}
-
-
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _start(args: list[str], cwd: Path, launcher: tuple[str, ...] = (sys.executable,)) -> subprocess.Popen:
-    env = {**os.environ, **ONE_THREAD, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(PROJECT_ROOT), "ACCELERATE_USE_CPU": "true"}  # read by accelerate launch only
-    return subprocess.Popen([*launcher, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_step(run_dir: Path, step: int, process: subprocess.Popen, timeout: float = 900) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (run_dir / "metrics.jsonl").exists() and max(_losses(run_dir), default=0) >= step:
-            return
-        assert process.poll() is None, process.stderr.read()[-3000:]
-        time.sleep(0.05)
-    raise AssertionError(f"step {step} not reached")
 
 
 def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
@@ -56,12 +32,9 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     whole = run_script([*args, "--filename=whole"], cwd=tmp_path, env=ONE_THREAD)
     assert whole.returncode == 0, whole.stderr[-3000:]
 
-    process = _start([*args, "--filename=cut"], cwd=tmp_path)
     cut_dir = tmp_path / "saved" / "cut"
-    _wait_for_step(cut_dir, 4, process)
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=600)
-    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    returncode, stderr = sigterm_after_step([*args, "--filename=cut"], tmp_path, cut_dir, 4)
+    assert returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert "continue with --resume=True" in stderr
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 18  # 96 examples / (8 x 2) = 6 steps per epoch, 18 in all
@@ -69,8 +42,8 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole_dir = tmp_path / "saved" / "whole"
-    assert _losses(cut_dir) == _losses(whole_dir)
-    assert sorted(_losses(whole_dir)) == list(range(1, 19))
+    assert train_losses(cut_dir) == train_losses(whole_dir)
+    assert sorted(train_losses(whole_dir)) == list(range(1, 19))
     for name in ("checkpoint_last/model.safetensors", "checkpoint_best/model.safetensors"):
         assert _digest(cut_dir / name) == _digest(whole_dir / name), name
     assert json.loads((cut_dir / "results.json").read_text())["test"] == \
@@ -93,8 +66,8 @@ def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
     args = [*RUN_ARGS, f"--data_path={data}", "--valid_steps=1", "--filename=killed"]
     run_dir = tmp_path / "saved" / "killed"
     metrics = run_dir / "metrics.jsonl"
-    process = _start(args, cwd=tmp_path)
-    _wait_for_step(run_dir, 2, process)
+    process = start_script(args, cwd=tmp_path)
+    wait_for_step(run_dir, 2, process)
     for delay in (0.0, 0.07, 0.15):
         process.kill()
         process.wait()
@@ -102,7 +75,7 @@ def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
         AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")
         assert find_resume_dir(run_dir) is not None
         seen = _lines(metrics)
-        process = _start([*args, "--resume=True"], cwd=tmp_path)
+        process = start_script([*args, "--resume=True"], cwd=tmp_path)
         deadline = time.monotonic() + 120
         while _lines(metrics) <= seen and time.monotonic() < deadline:
             assert process.poll() is None, process.stderr.read()[-3000:]
@@ -132,7 +105,7 @@ def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
     launcher = _two_process_launcher()
 
     def launch(*extra: str) -> subprocess.Popen:
-        return _start([*args, *extra], cwd=tmp_path, launcher=launcher)
+        return start_script([*args, *extra], cwd=tmp_path, launcher=launcher)
 
     whole = launch("--filename=whole")
     _, stderr = whole.communicate(timeout=900)
@@ -140,7 +113,7 @@ def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
 
     cut_dir = tmp_path / "saved" / "cut"
     cut = launch("--filename=cut")
-    _wait_for_step(cut_dir, 2, cut)
+    wait_for_step(cut_dir, 2, cut)
     cut.send_signal(signal.SIGTERM)
     _, stderr = cut.communicate(timeout=600)
     assert cut.returncode != 0 and "interrupted at step" in stderr, stderr[-3000:]
@@ -153,8 +126,8 @@ def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
     whole_dir = tmp_path / "saved" / "whole"
     first_line = (whole_dir / "project.log").read_text().splitlines()[0]
     assert "2 process(es) on cpu" in first_line and first_line.endswith("mixed precision bf16")
-    assert sorted(_losses(whole_dir)) == list(range(1, 10))
-    assert _losses(cut_dir) == _losses(whole_dir)
+    assert sorted(train_losses(whole_dir)) == list(range(1, 10))
+    assert train_losses(cut_dir) == train_losses(whole_dir)
     assert _digest(cut_dir / "checkpoint_last" / "model.safetensors") == \
         _digest(whole_dir / "checkpoint_last" / "model.safetensors")
     results = [json.loads((path / "results.json").read_text()) for path in (cut_dir, whole_dir)]
