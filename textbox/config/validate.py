@@ -58,6 +58,9 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     problems.extend(_check_metrics(values, where))
     problems.extend(_check_efficient(values, where))
     problems.extend(_check_pretraining(values, where))
+    from textbox.evaluator.generation_check import generation_problems  # imports transformers only when set
+
+    problems.extend(generation_problems(values["generation_kwargs"], where))
     return problems
 
 
