@@ -145,11 +145,14 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
         run_inference(config, trainer, run_dir)
     elif config.do_test:
         started = time.perf_counter()
-        scores, texts = trainer.test(EvalSet(tokenized["test"], splits["test"]))
+        scores, sequences = trainer.test(EvalSet(tokenized["test"], splits["test"]))
         results["test_seconds"] = round(time.perf_counter() - started, 1)
         results["test"] = scores
         if accelerator.is_main_process:
-            write_text_atomic(run_dir / "generation.txt", "".join(text + "\n" for text in texts))
+            from textbox.evaluator.generate import write_generations
+
+            if every := write_generations(run_dir / "generation.txt", sequences):
+                logger.info(f"all {len(sequences[0])} generations per test example in {every}")
     if getattr(trainer, "metric_details", None):
         results["metric_details"] = trainer.metric_details
     return results

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
 from textbox.decoding.compiled import compilation_seconds
-from textbox.evaluator.generate import generate_texts, generation_settings
+from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.loss import forward_token_losses, target_tokens
@@ -368,15 +368,16 @@ class Trainer:
             self.logger.info(f"using {self.best_dir}")
         self.model = self.model.to(self.accelerator.device)
 
-    def test(self, test: EvalSet) -> tuple[dict[str, float], list[str]]:
-        """Score the test split with checkpoint_best when training produced one, else the model as built."""
+    def test(self, test: EvalSet) -> tuple[dict[str, float], list[list[str]]]:
+        """Score the test split with checkpoint_best when training produced one, else the model as built.
+        Returns the scores and each example's generations (num_return_sequences, best first; the first is scored)."""
         self.use_best_model()
         loader = self.eval_loader(test.data)
         loss = self.eval_loss(loader)
         if self.config.pretrain_task:  # pre-training is scored by its (denoising) loss alone: no generation
             return {"loss": loss}, []
-        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
-        return {"loss": loss, **self.score(texts, test.split, loss=loss)}, texts
+        sequences = generate_sequences(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
+        return {"loss": loss, **self.score([texts[0] for texts in sequences], test.split, loss=loss)}, sequences
 
 
 class _ThroughputWindow:
