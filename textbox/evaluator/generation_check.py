@@ -123,6 +123,9 @@ def _combination_problems(kwargs: Mapping[str, Any]) -> list[str]:
     for low, high in (("min_new_tokens", "max_new_tokens"), ("min_length", "max_length")):
         if low in kwargs and high in kwargs and kwargs[low] > kwargs[high]:
             problems.append(f"{low!r} ({kwargs[low]}) is larger than {high!r} ({kwargs[high]})")
+    for new, total in (("max_new_tokens", "max_length"), ("min_new_tokens", "min_length")):
+        if new in kwargs and total in kwargs:
+            problems.append(f"{new!r} and {total!r} are both set and generate ignores {total!r}; give one of them")
     if kwargs.get("prompt_lookup_num_tokens") is not None and beams > 1:
         problems.append(f"'prompt_lookup_num_tokens' works with greedy or sampling decoding only; transformers "
                         f"ignores it with num_beams={beams}")
@@ -168,5 +171,5 @@ class _Collect(logging.Handler):
 
 def _one_line(message: str) -> str:
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("If you're using a pretrained model")]
+    lines = [line.removeprefix("- ") for line in lines if not line.startswith("If you're using a pretrained model")]
     return "transformers says: " + " ".join(lines)
