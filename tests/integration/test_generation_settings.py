@@ -74,32 +74,45 @@ def test_one_process_writes_k_lines_per_example_and_scores_the_best(trained_run:
     assert "generation_all.txt" in (trained_run / "project.log").read_text()
 
 
+def _two_processes(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
 def test_two_processes_keep_every_sequence_with_its_example(trained_run: Path):
     work = trained_run.parent.parent
     args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
             "--do_train=False", "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=4",
             f"--generation_kwargs={GENERATION}", "--metrics=['bleu']", "--filename=two"]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    done = _two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 process(es)" in (work / "saved" / "two" / "project.log").read_text()
     _check_outputs(work / "saved" / "two", _reference(trained_run / "checkpoint_best", work / "copy" / "test.src"))
 
 
-def test_input_file_writes_all_sequences_next_to_the_output_file(trained_run: Path):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_input_file_writes_all_sequences_next_to_the_output_file(trained_run: Path, processes: int):
+    """1 process: --output_file=out.txt gets the best per input, out_all.txt all k. 2 processes, stdout: the
+    best per input on stdout, all k in the run directory's generation_all.txt."""
     work = trained_run.parent.parent
     sources = work / "copy" / "valid.src"
+    output = work / "out.txt" if processes == 1 else "-"
     args = [f"--model_path={trained_run / 'checkpoint_best'}", "--do_train=False", "--do_valid=False",
             "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=5",
             f"--data_path={work / 'copy'}", f"--generation_kwargs={GENERATION}", f"--input_file={sources}",
-            f"--output_file={work / 'out.txt'}", "--filename=infer"]
-    done = run_script(args, cwd=work)
+            f"--output_file={output}", f"--filename=infer{processes}"]
+    done = run_script(args, cwd=work) if processes == 1 else _two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = _reference(trained_run / "checkpoint_best", sources)
-    assert _lines(work / "out_all.txt") == _flat(expected)
-    assert _lines(work / "out.txt") == [texts[0] for texts in expected]
+    if processes == 1:
+        assert _lines(work / "out_all.txt") == _flat(expected)
+        assert _lines(work / "out.txt") == [texts[0] for texts in expected]
+    else:
+        assert done.stdout == "".join(texts[0] + "\n" for texts in expected)
+        assert _lines(work / "saved" / "infer2" / "generation_all.txt") == _flat(expected)
+        assert "generation_all.txt" in (work / "saved" / "infer2" / "project.log").read_text()
 
 
 def test_a_bad_generation_setting_stops_before_training(tmp_path: Path):
