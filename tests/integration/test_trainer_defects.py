@@ -1,11 +1,15 @@
-"""Trainer defects seen from the command line: resuming from a damaged checkpoint_last."""
+"""Trainer defects seen from outside: resuming from a damaged checkpoint_last; skipped NaN batches under 2 processes."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -42,3 +46,22 @@ def test_resuming_from_damaged_weights_names_the_file_and_changes_nothing(tmp_pa
     old, new = (text.decode().splitlines() for text in (before["config.yaml"], after["config.yaml"]))
     assert [line for line in old if not line.startswith("resume:")] == \
            [line for line in new if not line.startswith("resume:")]
+
+
+def test_a_skipped_nan_batch_leaves_the_two_process_update_of_the_others_alone(tmp_path: Path):
+    """The finite-token denominator is summed over both processes: one step over 8 examples on 2 processes,
+    one of them NaN and skipped, updates the weights exactly as one step over the 7 others on one process
+    (max difference 0.059 when the skipped batch's tokens stayed in the denominator)."""
+    import torch
+
+    worker = [str(Path(__file__).with_name("skip_nan_worker.py"))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
+           "ACCELERATE_USE_CPU": "true"}
+    outputs = {mode: tmp_path / f"{mode}.pt" for mode in ("alone", "skip")}
+    for mode, launcher in (("alone", [sys.executable]), ("skip", accelerate_two_cpu_processes())):
+        done = subprocess.run([*launcher, *worker, mode, str(outputs[mode]), str(tmp_path / "cache")], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    alone, skipped = (torch.load(outputs[mode]) for mode in ("alone", "skip"))
+    for name, value in alone.items():
+        torch.testing.assert_close(skipped[name], value, rtol=1e-5, atol=1e-7, msg=name)
