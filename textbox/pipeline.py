@@ -85,7 +85,10 @@ def run(config: Config) -> dict[str, Any]:
     results["run_dir"] = str(run_dir)
     results["seconds"] = round(time.perf_counter() - started, 1)
     if accelerator.is_main_process:
-        write_text_atomic(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
+        from textbox.utils.json_numbers import finite_or_null  # NaN/inf figures: null, so the file is strict JSON
+
+        text = json.dumps(finite_or_null(results), indent=2, allow_nan=False)
+        write_text_atomic(run_dir / "results.json", text + "\n")
         _log_summary(logger, results)
     accelerator.wait_for_everyone()
     accelerator.end_training()
