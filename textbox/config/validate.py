@@ -78,6 +78,13 @@ def _check_model(values: Mapping[str, Any], where, sources: Mapping[str, str]) -
     if path and _looks_local(path) and not Path(path).exists():
         problems.append(f"{where('model_path')}: directory {path} does not exist")
         return problems
+    from textbox.model.files import damaged_files
+
+    for key in ("model_path", "decoder_model_path"):  # found before a run directory exists; the loader names
+        damaged = damaged_files(values[key]) if values[key] else []  # any other file it cannot read
+        if damaged:
+            problems.append(f"{where(key)}: {'; '.join(damaged)}; the checkpoint is damaged (e.g. an interrupted "
+                            f"copy or a full disk): restore it from a copy, or write it again")
     problems.extend(keys.problems(MODELS[name].family, values, sources, where))
     return problems
 

@@ -123,6 +123,9 @@ def situation(family: str, values: Mapping[str, Any]) -> str | None:
     """Which situation of ``family``'s builder this config puts it in; None when that depends on a checkpoint
     that cannot be read here (a hub id): the builder then checks with ``refuse_unhonoured``."""
     path = values["model_path"]
+    if path and (Path(path).expanduser() / "config.yaml").is_file() and \
+            not (Path(path).expanduser() / "config.json").is_file():
+        return None  # a run directory: continued with its own config.yaml, which is checked when loaded
     if family in ("transformer", "rnn"):
         return CHECKPOINT if path else NEW
     if family != "encoder_decoder":

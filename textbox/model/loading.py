@@ -65,24 +65,14 @@ def _safetensor_error() -> type[Exception]:
 
 
 def damaged_files(directory: Path) -> list[str]:
-    """'file X is damaged (why)' for every JSON or weights file in ``directory`` (and an adapter's base_model/)
-    that cannot be read: named by the loader, since the libraries' own errors rarely say which file failed."""
-    import json
+    """textbox.model.files' findings (JSON, safetensors), plus pickled .bin weights that torch cannot read."""
+    from textbox.model.files import damaged_files as unreadable
 
-    from safetensors import safe_open
-
-    found = []
-    for path in sorted([*directory.glob("*.json"), *directory.glob("*.safetensors"), *directory.glob("*.bin"),
-                        *directory.glob("base_model/*.json"), *directory.glob("base_model/*.safetensors")]):
+    found = unreadable(directory)
+    for path in sorted(directory.glob("*.bin")):
         try:
-            if path.suffix == ".json":
-                json.loads(path.read_text(encoding="utf-8"))
-            elif path.suffix == ".safetensors":
-                with safe_open(str(path), framework="pt") as weights:
-                    weights.keys()
-            else:
-                torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except Exception as error:  # noqa: BLE001 - any failure to read the file is what is reported
+            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except (RuntimeError, OSError, ValueError, EOFError) as error:
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             found.append(f"file {path} is damaged ({reason})")
     return found
@@ -104,8 +94,8 @@ def load_config(model_path: str, overrides: Mapping[str, Any],
 
 def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig, from_scratch: bool) -> Any:
     """The checkpoint's weights, or (``--from_scratch=True``) its architecture freshly initialised."""
-    if from_scratch:
-        return auto_class.from_config(model_config)
+    if from_scratch:  # an Auto class builds from a config with from_config, a model class by its constructor
+        return getattr(auto_class, "from_config", auto_class)(model_config)
     return from_pretrained(auto_class.from_pretrained, model_path, config=model_config)
 
 
