@@ -194,6 +194,10 @@ def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
         if values["pretrain_task"] is None and is_set(values, sources, key):
             found.append(f"{where(key)} is a setting of denoising pre-training and is read only with "
                          f"--pretrain_task=denoising: add it, or drop --{key}")
+    if values["decode_compile"] and "prefix-tuning" in [method.lower() for method in values["efficient_methods"]]:
+        found.append(f"{where('decode_compile')} cannot decode a prefix-tuned model: its prefixes are keys/values "
+                     f"that the static cache of compiled decoding does not take (generation fails with a size "
+                     f"mismatch); drop --decode_compile, or use another method")
     current = known_situation or situation(family, values)
     if current is None:
         return found

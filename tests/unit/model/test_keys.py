@@ -98,6 +98,12 @@ def test_rnn_refuses_what_it_cannot_do_and_accepts_what_it_can():
     assert problems("--model=rnn", "--efficient_methods=['bitfit']", "--efficient_unfreeze_model=True") == []
 
 
+def test_compiled_decoding_of_a_prefix_tuned_model_is_refused(saved_bart):
+    args = ["--model=bart", f"--model_path={saved_bart}", "--decode_compile=True"]
+    assert "cannot decode a prefix-tuned model" in one_problem(*args, "--efficient_methods=['prefix-tuning']")
+    assert problems(*args, "--efficient_methods=['prompt-tuning']") == []
+
+
 def test_settings_a_new_model_does_not_take_are_refused_before_the_build():
     assert "min_frequency" in one_problem("--model=gru", "--tokenizer_kwargs={'vocab_sise': 300}")
     assert "'cell' is chosen by the model name" in one_problem("--model=gru", "--config_kwargs={'cell': 'lstm'}")
