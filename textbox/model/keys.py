@@ -63,12 +63,14 @@ _NO_DECODER = Refusal("is for --model=encoder_decoder (or bert2bert), which pair
 _RELOADED_TOKENIZER = Refusal("sets how --model={model} trains a new BPE tokenizer, but --model_path={path} "
                               "comes with its own, used as saved: drop --tokenizer_kwargs (or drop --model_path to "
                               "train a new model)")
-_RNN_PEFT = Refusal("with lora/ia3 needs the layers to adapt, and peft has no default ones for an RNN: name them with --efficient_kwargs="
-                    "{{'target_modules': [...]}} (e.g. ['out_proj']), or use --efficient_methods=['bitfit']",
+_RNN_PEFT = Refusal("with lora/ia3 needs the layers to adapt, and peft has no default ones for an RNN: name them "
+                    "with --efficient_kwargs={{'target_modules': [...]}} (its linear layers: memory, bridge, "
+                    "attention_key, combine), or use --efficient_methods=['bitfit']",
                     unless=lambda values: "target_modules" in values["efficient_kwargs"],
                     unless_text="efficient_kwargs names target_modules")
-_RNN_PROMPTS = Refusal("with a prompt method cannot apply: peft's prompt methods feed virtual tokens to attention layers, which an RNN has not: "
-                       "use --efficient_methods=['bitfit'] (or ['lora'] with target_modules)")
+_RNN_PROMPTS = Refusal("with a prompt method cannot apply: peft's prompt methods feed virtual tokens to attention "
+                       "layers, which an RNN has not: use --efficient_methods=['bitfit'] (or ['lora'] with "
+                       "target_modules)")
 _RNN_COMPILE = Refusal("needs a key/value cache, and --model={model} keeps a recurrent state instead: transformers "
                        "would skip the static cache and the compilation; drop --decode_compile")
 _NEW_CROSS_ATTENTION = Refusal("would leave the new, random cross-attention of a model warm-started from encoder "
@@ -113,6 +115,7 @@ NOTES = {
                                                   "(a size change is an error); the yaml's sizes do not",
     ("transformer", NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
     ("rnn", NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
+    ("rnn", CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
     ("encoder_decoder", ENCODERS, "from_scratch"): "both halves' architectures, new weights",
     ("encoder_decoder", ENCODERS, "config_kwargs"): "applied to both halves",
     ("encoder_decoder", CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",

@@ -92,7 +92,7 @@ def test_rnn_refuses_what_it_cannot_do_and_accepts_what_it_can():
     assert "keeps a recurrent state" in one_problem("--model=lstm", "--decode_compile=True")
     lora = ["--model=rnn", "--efficient_methods=['lora']", "--efficient_unfreeze_model=True"]
     assert "target_modules" in one_problem(*lora)
-    assert problems(*lora, "--efficient_kwargs={'target_modules': ['out_proj']}") == []
+    assert problems(*lora, "--efficient_kwargs={'target_modules': ['combine']}") == []
     assert "prompt method" in one_problem("--model=rnn", "--efficient_methods=['prefix-tuning']",
                                           "--efficient_unfreeze_model=True")
     assert problems("--model=rnn", "--efficient_methods=['bitfit']", "--efficient_unfreeze_model=True") == []
@@ -212,6 +212,23 @@ def test_bitfit_trains_the_biases_of_rnn_cells(saved_rnn):
     trainable = {name for name, parameter in tuned.named_parameters() if parameter.requires_grad}
     assert any(".bias_ih_l0" in name for name in trainable) and any(".bias_hh_l0" in name for name in trainable)
     assert not any(name.endswith("weight") or ".weight_" in name for name in trainable)
+
+
+def test_lora_on_an_rnn_adapts_the_layers_it_is_given(saved_rnn):
+    import logging
+
+    from textbox.model import rnn
+    from textbox.model.efficient import apply_efficient_methods
+
+    model, tokenizer = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
+    config = user_config(model="gru", model_path=str(saved_rnn), efficient_methods=["lora"],
+                         efficient_kwargs={"target_modules": ["combine"]})
+    tuned = apply_efficient_methods(config, model, logging.getLogger("test"))
+    trainable = {name for name, parameter in tuned.named_parameters() if parameter.requires_grad}
+    assert trainable and all("lora_" in name and ".combine." in name for name in trainable)
+    batch = tokenizer(["a red book"], return_tensors="pt")
+    tuned(**batch, labels=batch.input_ids).loss.backward()
+    assert all(parameter.grad is not None for name, parameter in tuned.named_parameters() if name in trainable)
 
 
 # --- bert2bert / encoder_decoder ---------------------------------------------------------------------------
