@@ -26,7 +26,18 @@ def damaged_files(directory: str | Path) -> list[str]:
         problem = _json_problem(path) if path.suffix == ".json" else _safetensors_problem(path)
         if problem:
             found.append(f"file {path} is damaged ({problem})")
-    return found
+    return found + _base_model_problems(directory, found)
+
+
+def _base_model_problems(directory: Path, found: list[str]) -> list[str]:
+    """An adapter's or BitFit's base model (recorded in its config) is loaded too: checked the same way."""
+    for record in ("adapter_config.json", "bitfit_config.json"):
+        path = directory / record
+        if path.is_file() and not any(str(path) in problem for problem in found):
+            base = json.loads(path.read_text(encoding="utf-8")).get("base_model_name_or_path")
+            if isinstance(base, str) and base and Path(base).expanduser().resolve() != directory.resolve():
+                return damaged_files(base)
+    return []
 
 
 def _json_problem(path: Path) -> str | None:

@@ -65,11 +65,12 @@ def _safetensor_error() -> type[Exception]:
 
 
 def damaged_files(directory: Path) -> list[str]:
-    """textbox.model.files' findings (JSON, safetensors), plus pickled .bin weights that torch cannot read."""
+    """textbox.model.files' findings (JSON, safetensors), plus pickled weights (.bin) that torch cannot read."""
     from textbox.model.files import damaged_files as unreadable
 
     found = unreadable(directory)
-    for path in sorted(directory.glob("*.bin")):
+    # weights only: other pickles (a checkpoint_last's optimizer or RNG states) are no model files
+    for path in sorted({*directory.glob("pytorch_model*.bin"), *directory.glob("adapter_model*.bin")}):
         try:
             torch.load(path, map_location="cpu", weights_only=True, mmap=True)
         except (RuntimeError, OSError, ValueError, EOFError) as error:

@@ -106,3 +106,14 @@ def test_a_damaged_adapter_is_named(saved_bart, tmp_path):
     (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(saved_bart)})[:15])
     with pytest.raises(TextBoxUserError, match=f"file {adapter / 'adapter_config.json'} is damaged"):
         from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, str(adapter))
+
+
+def test_the_damaged_base_model_of_an_adapter_is_named_in_validation(damaged, tmp_path):
+    import json
+
+    checkpoint, file, _ = damaged
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(checkpoint)}))
+    with pytest.raises(ConfigError, match=f"file {file} is damaged"):
+        load_config(["--model=bart", f"--model_path={adapter}", "--do_train=False"])
