@@ -44,9 +44,13 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
                 f"from the model that wrote it); no file was changed") from error
         if isinstance(error, RuntimeError) and ("size mismatch" in reason.lower() or "mismatched_sizes" in reason):
             raise TextBoxUserError(
-                f"{named}: its weights do not fit the model config (different sizes: {reason}); "
+                f"{named}: its weights do not fit the model config (tensor shapes differ; transformers' load "
+                f"report above lists them); "
                 f"--config_kwargs cannot change the sizes of a pretrained model: drop those settings, or add "
                 f"--from_scratch=True to train a new model of that shape") from error
+        if isinstance(error, _safetensor_error()):
+            raise TextBoxUserError(f"{named}: its weights cannot be read ({reason}); copy or save the checkpoint "
+                                   f"again") from error
         if not isinstance(error, OSError):
             raise
         if local.exists():
