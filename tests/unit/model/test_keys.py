@@ -147,6 +147,14 @@ def test_efficient_methods_on_an_efficient_checkpoint_are_refused(saved_bart, tm
     assert "holds an efficient checkpoint already" in problem and "drop --efficient_methods" in problem
 
 
+def test_efficient_methods_with_from_scratch_need_the_whole_model_saved(saved_bart):
+    args = ["--model=bart", f"--model_path={saved_bart}", "--from_scratch=True", "--efficient_methods=['lora']"]
+    problem = one_problem(*args)
+    assert problem.startswith("--efficient_methods") and "--efficient_unfreeze_model=True" in problem
+    assert problems(*args, "--efficient_unfreeze_model=True") == []
+    assert "needs --efficient_methods" in one_problem("--efficient_kwargs={'r': 8}")
+
+
 def test_a_run_directory_is_checked_with_its_own_config(tmp_path):
     run = tmp_path / "run"  # --model_path=<run dir> continues the run with its config.yaml (checked when loaded)
     run.mkdir()
