@@ -120,9 +120,11 @@ _key("data", "cache_dir", "str", ".cache/textbox", "Where tokenised splits and t
 # --- model ------------------------------------------------------------------------------------
 _key("model", "config_kwargs", "dict", {},
      "Model config overrides (sizes of the transformer, dropout, ...; bert2bert: both halves); an unknown "
-     "setting is an error. A run checkpoint reloaded by transformer or bert2bert keeps its saved config.")
+     "setting is an error. Over a checkpoint only the settings you set apply (not the model yaml's), and sizes "
+     "cannot change (docs/model_keys.md).")
 _key("model", "tokenizer_kwargs", "dict", {},
-     "Passed to AutoTokenizer.from_pretrained; for model=transformer: vocab_size and min_frequency of its BPE.")
+     "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
+     "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
