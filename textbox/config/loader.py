@@ -344,12 +344,12 @@ def _missing_local(model_path: str) -> bool:
 
 def _detect(model_path: str, run: RunLayer | None, required: bool, problems: list[str]) -> Detected | None:
     """The checkpoint's family; a problem when it cannot be read and --model was not given."""
-    if run is not None and "model" in run.values:  # a checkpoint of a run: the run says its own model
+    if run is not None and isinstance(run.saved.get("model"), str):  # a checkpoint of a run: the run says its model
         try:
             architecture = detect(model_path).family
         except FamilyError:
             architecture = None
-        return Detected(str(run.values["model"]), f"run config {run.origin}", architecture)
+        return Detected(run.saved["model"].lower(), f"run config {run.origin}", architecture)
     try:
         return detect(model_path)
     except FamilyError as error:

@@ -91,7 +91,7 @@ def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], trainin
     saved = read_run_config(run_dir, read_yaml, problems)
     if saved is None:
         return None
-    keys = ("model",) if training else CHECKPOINT_SETTINGS
+    keys = () if training else CHECKPOINT_SETTINGS[1:]  # the model: the loader's family layer (from run config)
     return RunLayer(str(run_dir / RUN_CONFIG), {key: saved[key] for key in keys if key in saved}, saved)
 
 
