@@ -48,9 +48,10 @@ def save_bart(path: Path, data: Path, work: Path) -> Path:
     tokenizer = _bpe(data, work)
     ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
            "eos_token_id": tokenizer.eos_token_id, "decoder_start_token_id": tokenizer.eos_token_id}
-    BartForConditionalGeneration(BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1,
-                                            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                                            decoder_ffn_dim=64, max_position_embeddings=64, **ids)).save_pretrained(path)
+    config = BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                        max_position_embeddings=64, **ids)
+    BartForConditionalGeneration(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

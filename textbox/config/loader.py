@@ -328,7 +328,7 @@ def _named_layers(overall: tuple[str, dict[str, Any]], upper: list[tuple[str, di
         data_path = _given([overall, *upper], "data_path")
         data_format = _given([overall, *upper], "data_format")
         if data_path and isinstance(data_path[0], str) and data_path[0] and \
-                (data_format is None or data_format[0] != "hub"):
+                (data_format is None or str(data_format[0]).lower() != "hub"):
             name = Path(data_path[0]).expanduser().resolve().name
             if name:
                 layers.append((f"the directory name of data_path {data_path[0]}", {"dataset": name}))

@@ -87,7 +87,8 @@ def test_model_path_to_a_run_directory_continues_that_run(tmp_path, data_dir):
 
 def test_model_path_to_a_run_directory_without_training_or_checkpoint_last_says_what_to_give(tmp_path, data_dir):
     run = write_run(tmp_path / "run", f"--data_path={data_dir}")
-    with pytest.raises(ConfigError, match=f"is a run directory: to test .* give --model_path={run / 'checkpoint_best'}"):
+    best = run / "checkpoint_best"
+    with pytest.raises(ConfigError, match=f"is a run directory: to test .* give --model_path={best}"):
         load_config([f"--model_path={run}", "--do_train=False"])
     shutil.rmtree(run / "checkpoint_last")
     with pytest.raises(ConfigError, match="needs checkpoint_last/ \\(this one has none\\)"):
