@@ -11,6 +11,7 @@ from typing import Any
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
+from textbox.config.run_config import RUN_IDENTITY
 
 
 def write_run_config(config: Config, run_dir: Path) -> None:
@@ -20,9 +21,19 @@ def write_run_config(config: Config, run_dir: Path) -> None:
 
     path = run_dir / CONFIG_FILE
     text = config.to_yaml()
-    if config.resume and path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
+    if config.resume and path.is_file() and _settings(path.read_text(encoding="utf-8")) == _settings(text):
+        return  # the same run (saved_dir may be spelled another way: relative, absolute)
     write_text_atomic(path, text)
+
+
+def _settings(text: str) -> dict[str, Any] | None:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
 
 
 def prepare_run_dir(config: Config, accelerator: Any) -> Path:

@@ -117,3 +117,23 @@ def test_an_explicit_model_must_fit_a_run_checkpoint_architecture(tmp_path, data
     with pytest.raises(ConfigError, match="--model=gpt2 contradicts --model_path=.*checkpoint_best: run config "
                                           ".*says it is transformer \\(a bart architecture\\)"):
         load_config([f"--model_path={run / 'checkpoint_best'}", "--model=gpt2", f"--data_path={data_dir}"])
+
+
+def test_the_checkpoint_names_match_the_trainers():
+    from textbox.config.run_config import LAST_CHECKPOINT, RUN_CONFIG
+    from textbox.trainer import checkpoint, run_dir
+
+    assert LAST_CHECKPOINT == checkpoint.LAST and RUN_CONFIG == run_dir.CONFIG_FILE
+
+
+def test_a_resumed_run_rewrites_config_yaml_only_when_it_changed(tmp_path, data_dir):
+    from textbox.trainer.run_dir import write_run_config
+
+    run = write_run(tmp_path / "saved" / "first", f"--data_path={data_dir}", "--epochs=3")
+    before = (run / "config.yaml").stat().st_mtime_ns, (run / "config.yaml").read_bytes()
+    bare = load_config(["--resume=True", "--filename=first", f"--saved_dir={tmp_path / 'saved'}"])
+    write_run_config(bare, run)
+    assert ((run / "config.yaml").stat().st_mtime_ns, (run / "config.yaml").read_bytes()) == before
+    longer = load_config(["--resume=True", "--filename=first", f"--saved_dir={tmp_path / 'saved'}", "--epochs=5"])
+    write_run_config(longer, run)
+    assert yaml.safe_load((run / "config.yaml").read_text())["epochs"] == 5
