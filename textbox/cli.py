@@ -9,7 +9,7 @@ from textbox.config import TextBoxError, load_config
 USAGE = """usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
 
-Values are Python literals (--metrics=['bleu','rouge'] --generation_kwargs={'num_beams':4}).
+Values are Python literals, quoted for the shell: --metrics="['bleu','rouge']" --generation_kwargs="{'num_beams':4}".
 Layers, later wins: configs/overall.yaml < configs/model/<model>.yaml < configs/dataset/<dataset>.yaml
 < --config_files=a.yaml,b.yaml < command line. Keys:"""
 

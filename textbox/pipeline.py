@@ -61,9 +61,8 @@ def build_accelerator(config: Config) -> Any:
 
 def run(config: Config) -> dict[str, Any]:
     """Train, validate and test as the config says; return (and write) the results."""
-    from textbox.trainer.run_dir import continue_run_config, prepare_run_dir
+    from textbox.trainer.run_dir import prepare_run_dir, write_run_config
 
-    config = continue_run_config(config)
     export_gpu_id(config)
     accelerator = build_accelerator(config)
     run_dir = prepare_run_dir(config, accelerator)
@@ -73,9 +72,11 @@ def run(config: Config) -> dict[str, Any]:
     _quiet_libraries()
     started = time.perf_counter()
     if accelerator.is_main_process:
-        write_text_atomic(run_dir / "config.yaml", config.to_yaml())
+        write_run_config(config, run_dir)
     logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}, "
                 f"mixed precision {accelerator.mixed_precision}")
+    for note in config.notes:  # the model family read from a checkpoint, a run's config.yaml as a layer, ...
+        logger.info(note)
     logger.info(config_summary(config))
     if config.tracker != "none":
         accelerator.project_configuration.set_directories(str(run_dir))

@@ -1,5 +1,6 @@
 """The run directory: named once for every process, checked writable and roomy enough before training starts,
-and recognised when ``--model_path`` names one (which means: continue that run)."""
+and its config.yaml written. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
+textbox/config/run_config.py.)"""
 from __future__ import annotations
 
 import shutil
@@ -9,32 +10,30 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import Config, TextBoxUserError
-from textbox.trainer.checkpoint import LAST
-
-CONFIG_FILE = "config.yaml"
-
-
-def is_run_directory(path: str | Path | None) -> bool:
-    """A directory a run wrote: its config and a checkpoint_last to continue from."""
-    return path is not None and (Path(path) / CONFIG_FILE).is_file() and (Path(path) / LAST).is_dir()
+from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
+from textbox.config.run_config import RUN_IDENTITY
 
 
-def continue_run_config(config: Config) -> Config:
-    """``--model_path=<run dir>`` (when training) means ``--resume=True`` in that run directory, with the run's
-    config.yaml as a layer under this command line's keys (and its --config_files)."""
-    if not config.do_train or not is_run_directory(config.model_path):
-        return config
+def write_run_config(config: Config, run_dir: Path) -> None:
+    """config.yaml of the run; a resumed run leaves its file untouched when nothing in it changed (a bare
+    --resume=True), and otherwise rewrites it whole and atomically (e.g. with more epochs)."""
+    from textbox.utils.atomic import write_text_atomic
+
+    path = run_dir / CONFIG_FILE
+    text = config.to_yaml()
+    if config.resume and path.is_file() and _settings(path.read_text(encoding="utf-8")) == _settings(text):
+        return  # the same run (saved_dir may be spelled another way: relative, absolute)
+    write_text_atomic(path, text)
+
+
+def _settings(text: str) -> dict[str, Any] | None:
     import yaml
 
-    from textbox.config.loader import load_config
-
-    run_dir = Path(config.model_path)
-    saved = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    explicit = {key: config[key] for key in config if config.source_of(key) == "command line"}
-    return load_config(overrides={**explicit, "config_files": [str(run_dir / CONFIG_FILE), *config.config_files],
-                                  "resume": True, "saved_dir": str(run_dir.parent), "filename": run_dir.name,
-                                  # the run's own (None for a from-scratch model): checkpoint_last restores it
-                                  "model_path": saved["model_path"]})
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
 
 
 def prepare_run_dir(config: Config, accelerator: Any) -> Path:
