@@ -64,15 +64,17 @@ def test_docs_table_is_the_declared_table():
 
 # --- refused in validation, naming the key, the model and what to do ------------------------------------------
 def test_transformer_checkpoint_refuses_tokenizer_kwargs(saved_bart):
-    problem = one_problem(f"--model_path={saved_bart}", "--tokenizer_kwargs={'vocab_size': 500}")
+    problem = one_problem("--model=transformer", f"--model_path={saved_bart}",
+                          "--tokenizer_kwargs={'vocab_size': 500}")
     assert problem.startswith("--tokenizer_kwargs") and "--model=transformer" in problem
     assert "drop --tokenizer_kwargs" in problem
 
 
 def test_transformer_checkpoint_is_not_refused_for_its_yaml_defaults(saved_bart):
     # configs/model/transformer.yaml sets config_kwargs and tokenizer_kwargs for a new model: not a request
-    assert problems(f"--model_path={saved_bart}") == []
-    assert problems(f"--model_path={saved_bart}", "--from_scratch=True", "--config_kwargs={'dropout': 0.2}") == []
+    assert problems("--model=transformer", f"--model_path={saved_bart}") == []
+    assert problems("--model=transformer", f"--model_path={saved_bart}", "--from_scratch=True",
+                    "--config_kwargs={'dropout': 0.2}") == []
 
 
 def test_rnn_checkpoint_refuses_tokenizer_kwargs(saved_rnn):
