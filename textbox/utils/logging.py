@@ -48,6 +48,17 @@ class _ConsoleHandler(logging.StreamHandler):
             self.handleError(record)
 
 
+def console_handler() -> logging.Handler:
+    """stderr, short timestamps, written around progress bars; skips records marked ``file_only``."""
+    console = _ConsoleHandler(sys.stderr)
+    console.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    console.addFilter(_FileOnly())
+    return console
+
+
+FILE_ONLY = {"file_only": True}  # logger.info(message, extra=FILE_ONLY): for the log file, not the console
+
+
 def setup_logging(run_dir: Path | None, is_main_process: bool) -> logging.Logger:
     """Console logging, and project.log in ``run_dir`` when given (idempotent: earlier handlers are replaced)."""
     logger = start_logging(is_main_process)
@@ -63,10 +74,7 @@ def start_logging(is_main_process: bool) -> logging.Logger:
     logger.setLevel(logging.INFO if is_main_process else logging.WARNING)
     logger.propagate = False
     if not _console_silenced:
-        console = _ConsoleHandler(sys.stderr)
-        console.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
-        console.addFilter(_FileOnly())
-        logger.addHandler(console)
+        logger.addHandler(console_handler())
     # Until project.log exists its lines wait here (the other processes keep none: they write no file).
     destination: logging.Handler = (logging.handlers.MemoryHandler(_BUFFER_CAPACITY, flushLevel=logging.CRITICAL + 1)
                                     if is_main_process else logging.NullHandler())
@@ -105,7 +113,7 @@ def log_file_path() -> Path | None:
 
 def log_to_file(level: int, message: str) -> None:
     """A line for project.log only (e.g. a traceback: the console gets the one-line message)."""
-    logging.getLogger(LOGGER_NAME).log(level, message, extra={"file_only": True})
+    logging.getLogger(LOGGER_NAME).log(level, message, extra=FILE_ONLY)
 
 
 def _route_libraries(destination: logging.Handler) -> None:
