@@ -30,8 +30,9 @@ def report_user_error(error: TextBoxError) -> int:
 
 
 def is_secondary_process() -> bool:
-    """A process of a multi-process launch other than the first (torchrun/accelerate export RANK)."""
-    return os.environ.get("RANK", "0") not in ("", "0")
+    """A process of a multi-process launch other than the first (torchrun and accelerate export RANK and
+    WORLD_SIZE to every process they start)."""
+    return os.environ.get("WORLD_SIZE", "1") not in ("", "1") and os.environ.get("RANK", "0") not in ("", "0")
 
 
 def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,

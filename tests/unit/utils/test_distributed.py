@@ -65,3 +65,13 @@ def test_a_failure_on_another_process_stops_the_main_process_too(collectives):
 def test_success_everywhere_returns_the_work(collectives):
     assert main_process_first(process(0), lambda: "built") == "built"
     assert main_process_first(process(1), lambda: "built too") == "built too"
+
+
+@pytest.mark.parametrize("rank, printed", [("0", True), ("1", False)])
+def test_a_config_error_under_a_launcher_is_printed_by_rank_0_only(monkeypatch, capsys, rank, printed):
+    from textbox.cli import run_cli
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", rank)
+    assert run_cli(["--lerning_rate=1"]) == 2
+    assert ("did you mean 'learning_rate'" in capsys.readouterr().err) is printed
