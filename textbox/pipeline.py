@@ -143,24 +143,28 @@ def _run(config: Config, accelerator: Any) -> dict[str, Any]:
         attach_log_file(run_dir)
     try:
         results = _run_in_directory(config, accelerator, run_dir, logger, prepared)
+        _write_results(results, run_dir, started, accelerator, logger)
     except BaseException as error:
         shown = _failed(error, run_dir, accelerator, logger)
         if shown is error:
             raise
         raise shown from error
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+    return results
+
+
+def _write_results(results: dict[str, Any], run_dir: Path, started: float, accelerator: Any, logger: Any) -> None:
+    from textbox.trainer.run_dir import clear_failed_mark
+
     results["run_dir"] = str(run_dir)
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["device"] = str(accelerator.device)
     results["num_processes"] = accelerator.num_processes
     if accelerator.is_main_process:
-        from textbox.trainer.run_dir import clear_failed_mark
-
         clear_failed_mark(run_dir)  # a resumed run that failed once and now finished
         write_text_atomic(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
         _log_summary(logger, results)
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
-    return results
 
 
 def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any,
@@ -192,7 +196,8 @@ def _failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) 
         message, shown = str(error), error
     elif isinstance(error, Exception):
         message = f"{type(error).__name__}: {error}"
-        shown = TextBoxError(f"unexpected {message}\n(the traceback is in {log_file_path() or run_dir / 'project.log'})")
+        log = log_file_path() or run_dir / "project.log"
+        shown = TextBoxError(f"unexpected {message}\n(the traceback is in {log})")
     else:  # KeyboardInterrupt, SystemExit: not a failure of the run's own making, but the run did not finish
         message, shown = f"stopped by {type(error).__name__} before the run finished", error
     log_to_file(logging.ERROR, f"the run failed: {message}")

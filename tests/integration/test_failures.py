@@ -179,7 +179,7 @@ def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(tmp_pat
     assert not (tmp_path / "saved").exists()
 
 
-# --- the console -------------------------------------------------------------------------------------------------------
+# --- the console ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_a_runs_console_never_mixes_a_bar_and_a_log_line(tmp_path):
