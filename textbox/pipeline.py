@@ -124,6 +124,10 @@ def run(config: Config) -> dict[str, Any]:
         if not is_shared(error):  # a failure of every process leaves once it is shown (textbox.cli)
             leave_process_group(meet_first=False)
         raise
+    finally:
+        from textbox.utils.logging import release_log_file
+
+        release_log_file()
 
 
 def _run(config: Config, accelerator: Any) -> dict[str, Any]:

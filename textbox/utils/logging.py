@@ -103,6 +103,20 @@ def attach_log_file(run_dir: Path) -> Path:
     return path
 
 
+def release_log_file() -> None:
+    """At the end of a run: close project.log and give python warnings and the libraries' loggers back their
+    usual behaviour, so that whatever runs next in this process (a study's next step) does not write there."""
+    logging.captureWarnings(False)
+    for name in (LOGGER_NAME, *LIBRARY_LOGGERS):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if isinstance(handler, (logging.FileHandler, logging.handlers.MemoryHandler, logging.NullHandler)):
+                logger.removeHandler(handler)
+                handler.close()
+        if name != LOGGER_NAME:
+            logger.propagate = True
+
+
 def log_file_path() -> Path | None:
     """The project.log the framework logger writes to (None before the run directory exists)."""
     for handler in logging.getLogger(LOGGER_NAME).handlers:

@@ -126,3 +126,14 @@ def test_a_silenced_console_shows_nothing_and_the_log_keeps_everything(tmp_path,
     logger = run_logging.setup_logging(tmp_path, is_main_process=True)  # outside: the console is back
     logger.info("after the study")
     assert "after the study" in capsys.readouterr().err
+
+
+def test_after_a_run_its_log_file_is_closed_and_left_alone(tmp_path):
+    logger = run_logging.setup_logging(tmp_path, is_main_process=True)
+    logger.info("during the run")
+    run_logging.release_log_file()
+    logging.getLogger("transformers.modeling_utils").warning("after the run")
+    logger.info("after the run too")
+    log = (tmp_path / "project.log").read_text()
+    assert "during the run" in log and "after the run" not in log
+    assert run_logging.log_file_path() is None
