@@ -131,7 +131,7 @@ def run(config: Config) -> dict[str, Any]:
 
 
 def _run(config: Config, accelerator: Any) -> dict[str, Any]:
-    from textbox.trainer.run_dir import make_run_dir, plan_run_dir
+    from textbox.trainer.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
     from textbox.utils.logging import attach_log_file, start_logging
 
     _quiet_libraries()
@@ -142,6 +142,11 @@ def _run(config: Config, accelerator: Any) -> dict[str, Any]:
     logger.info(config_summary(config))
     run_dir = plan_run_dir(config, accelerator)
     prepared = _prepare(config, accelerator, logger)
+    if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
+        model = prepared[1]
+        weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+        check_free_space(_existing_ancestor(run_dir), peak_checkpoint_bytes(weight_bytes, config.max_save),
+                         accelerator)
     make_run_dir(run_dir, config, accelerator)
     if accelerator.is_main_process:
         attach_log_file(run_dir)
@@ -169,6 +174,12 @@ def _write_results(results: dict[str, Any], run_dir: Path, started: float, accel
         clear_failed_mark(run_dir)  # a resumed run that failed once and now finished
         write_text_atomic(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
         _log_summary(logger, results)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any,
@@ -254,13 +265,9 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     from textbox.data.collate import make_collator
     from textbox.model.loading import count_parameters
     from textbox.trainer.loop import EvalSet, Trainer
-    from textbox.trainer.run_dir import check_free_space, peak_checkpoint_bytes
 
     trainable, total = count_parameters(model)
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
-    if config.do_train:
-        weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
-        check_free_space(run_dir, peak_checkpoint_bytes(weight_bytes, config.max_save), accelerator)
 
     trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, model, tokenizer), run_dir, logger)
     results: dict[str, Any] = {}

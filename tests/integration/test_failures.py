@@ -95,6 +95,20 @@ def test_gpu_id_on_a_machine_without_cuda_is_refused_before_anything_is_written(
     assert not (tmp_path / "saved").exists()
 
 
+@pytest.mark.slow
+def test_a_disk_too_small_for_the_checkpoints_is_found_before_the_directory_is_made(tmp_path, monkeypatch, capsys,
+                                                                                    fresh_accelerate_state):
+    monkeypatch.chdir(tmp_path)
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    usage = SimpleNamespace(total=2**30, used=2**30 - 1024, free=1024)
+    monkeypatch.setattr("textbox.trainer.run_dir.shutil.disk_usage", lambda path: usage)
+    saved = tmp_path / "saved"
+    assert run_cli([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", f"--saved_dir={saved}",
+                    "--filename=run"]) == 2
+    assert "this run's checkpoints need about" in capsys.readouterr().err
+    assert not saved.exists()
+
+
 # --- failures after the run directory exists -------------------------------------------------------------------------
 
 @pytest.fixture
