@@ -46,13 +46,15 @@ def check_gpu_ids(ids: list[str], visible: int, machine: int | None, cuda_build:
     if not cuda_build:
         raise TextBoxUserError(f"{asked}, but this torch is a CPU-only build: no CUDA device is visible; drop "
                                f"--gpu_id to run on the CPU")
-    if machine == 0 or (machine is None and visible == 0):
+    if machine == 0:
         raise TextBoxUserError(f"{asked}, but no CUDA device is visible on this machine; drop --gpu_id to run on "
                                f"the CPU")
     if machine is not None:
         raise TextBoxUserError(f"{asked} names device(s) that do not exist: this machine has {machine} CUDA "
                                f"device(s), ids {', '.join(map(str, range(machine)))}")
-    raise TextBoxUserError(f"{asked} names device(s) that do not exist: only {visible} of them are visible")
+    raise TextBoxUserError(f"{asked} names device(s) that do not exist: CUDA sees {visible} of them (and the "
+                           f"machine's devices could not be listed); choose existing ids, or drop --gpu_id to run "
+                           f"on the CPU")
 
 
 def _machine_gpu_count() -> int | None:
