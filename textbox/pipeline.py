@@ -1,4 +1,4 @@
-"""One run, top to bottom: accelerator -> run directory -> data -> model -> train -> test -> results.json.
+"""One run, top to bottom: accelerator -> data -> model -> run directory -> train -> test -> results.json.
 
 run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothing patches the trainer.
 """
