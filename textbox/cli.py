@@ -54,16 +54,19 @@ def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
         runner(config)
     except TextBoxError as error:
         code = report_user_error(error)
-        from textbox.utils.distributed import leave_process_group
-
-        leave_process_group(meet_first=True)  # every process reaches this for a failure they share
+        _leave_process_group(error)
         return code
     except Exception as error:  # a bug, before the run directory exists (after, the pipeline gives a TextBoxError)
         import traceback
 
-        from textbox.utils.distributed import is_shared, leave_process_group
-
         traceback.print_exc()  # its traceback is the only report there is
-        leave_process_group(meet_first=is_shared(error))
+        _leave_process_group(error)
         return 1
     return 0
+
+
+def _leave_process_group(error: BaseException) -> None:
+    """After the message is out: a failure every process raised waits for them all, then each leaves."""
+    from textbox.utils.distributed import is_shared, leave_process_group
+
+    leave_process_group(meet_first=is_shared(error))
