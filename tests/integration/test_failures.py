@@ -64,6 +64,15 @@ def test_a_failed_run_with_a_checkpoint_last_needs_resume_or_another_name(tmp_pa
     assert (run / run_dirs.LAST).is_dir() and (run / "FAILED").is_file()
 
 
+def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tmp_path, fresh_accelerate_state):
+    run = tmp_path / "run"
+    run.mkdir()
+    run_dirs.mark_failed(run, "RuntimeError: boom")
+    with pytest.raises(TextBoxUserError, match="failed before its first checkpoint_last .* start it again without "
+                                               "--resume"):
+        run_dirs.plan_run_dir(a_config(tmp_path, resume=True), MAIN_PROCESS)
+
+
 def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
     run = tmp_path / "run"
     run.mkdir()

@@ -96,6 +96,9 @@ def _occupied(run_dir: Path, config: Config) -> str | None:
     if config.resume:
         if not run_dir.is_dir():
             return f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
+        if is_failed_run(run_dir):
+            return (f"--resume=True: the run in {run_dir} failed before its first checkpoint_last (see its "
+                    f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without --resume")
         return None
     if not run_dir.exists() or not any(run_dir.iterdir()) or is_failed_run(run_dir):
         return None
