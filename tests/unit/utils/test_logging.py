@@ -83,7 +83,7 @@ def test_library_warnings_go_to_project_log_only(tmp_path, capsys):
         warnings.simplefilter("always")  # the project's pytest settings ignore FutureWarning; python shows it
         warnings.warn("peft says this will change", FutureWarning)
     logging.getLogger("transformers.modeling_utils").warning("Some weights of X were not initialized")
-    logging.getLogger("accelerate.utils.other").warning("an accelerate notice")
+    logging.getLogger("accelerate.accelerator").warning("an accelerate notice")
     run_logging.attach_log_file(tmp_path)
     logging.getLogger("datasets.builder").warning("a datasets notice")
     logger.info("training")
