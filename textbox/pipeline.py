@@ -142,6 +142,11 @@ def _run(config: Config, accelerator: Any) -> dict[str, Any]:
         logger.info(note)
     logger.info(config_summary(config))
     run_dir = plan_run_dir(config, accelerator)
+    if config.resume:  # a damaged checkpoint_last is named before any file of the run changes
+        from textbox.trainer.checkpoint import LAST, check_resume_files, find_resume_dir
+
+        if find_resume_dir(run_dir) is not None:
+            check_resume_files(accelerator, run_dir / LAST)
     prepared = _prepare(config, accelerator, logger)
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
         model = prepared[1]

@@ -33,19 +33,10 @@ def test_resuming_from_damaged_weights_names_the_file_and_changes_nothing(tmp_pa
 
     assert resumed.returncode == 2, resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
-    assert (f"error: {weights} is damaged (SafetensorError: " in resumed.stderr
+    assert (f"error: {weights} is damaged (" in resumed.stderr
             and f"start a new run (another --filename), or use --model_path={run_dir / 'checkpoint_best'} to "
                 "fine-tune from its best weights" in resumed.stderr), resumed.stderr[-3000:]
-    after = _files(run_dir)
-    assert after.keys() == before.keys()
-    changed = {name for name in before if after[name] != before[name]}
-    assert changed <= {"project.log", "config.yaml"}
-    assert after["project.log"].startswith(before["project.log"])  # the resumed run's lines appended
-    # config.yaml is rewritten with resume: true until the config loader leaves an unchanged one alone
-    # (another change); nothing else in it may differ.
-    old, new = (text.decode().splitlines() for text in (before["config.yaml"], after["config.yaml"]))
-    assert [line for line in old if not line.startswith("resume:")] == \
-           [line for line in new if not line.startswith("resume:")]
+    assert _files(run_dir) == before  # not a byte changed, nothing added (project.log and FAILED included)
 
 
 def test_a_skipped_nan_batch_leaves_the_two_process_update_of_the_others_alone(tmp_path: Path):

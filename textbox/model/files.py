@@ -23,7 +23,7 @@ def damaged_files(directory: str | Path) -> list[str]:
         return []
     found = []
     for path in sorted({path for pattern in _PATTERNS for path in directory.glob(pattern)}):
-        problem = _json_problem(path) if path.suffix == ".json" else _safetensors_problem(path)
+        problem = _json_problem(path) if path.suffix == ".json" else safetensors_problem(path)
         if problem:
             found.append(f"file {path} is damaged ({problem})")
     return found + _base_model_problems(directory, found)
@@ -50,7 +50,8 @@ def _json_problem(path: Path) -> str | None:
     return None
 
 
-def _safetensors_problem(path: Path) -> str | None:
+def safetensors_problem(path: Path) -> str | None:
+    """Why ``path`` is not a whole safetensors file, or None."""
     try:
         size = path.stat().st_size
         with path.open("rb") as stream:

@@ -58,24 +58,46 @@ def find_resume_dir(run_dir: Path) -> Path | None:
     return final if final.is_dir() else None
 
 
+def resume_files(accelerator: Accelerator) -> list[str]:
+    """What save_resume_state writes for the Trainer's one model, optimiser and schedule (registered for
+    checkpointing), fp16's gradient scaler, and every process's random states."""
+    return [TRAIN_STATE_FILE, "model.safetensors", "optimizer.bin", "custom_checkpoint_0.pkl",
+            *(["scaler.pt"] if accelerator.scaler is not None else []),
+            *(f"random_states_{index}.pkl" for index in range(accelerator.num_processes))]
+
+
+def check_resume_files(accelerator: Accelerator, path: Path) -> None:
+    """Before anything of the run is touched (its project.log included): every file of checkpoint_last is there
+    and whole. Cheap: the small files are read, the large ones only checked for a complete container (the
+    safetensors header and byte ranges; torch's zip directory, which sits at the end of the file)."""
+    import zipfile
+
+    from textbox.model.files import safetensors_problem
+
+    path = Path(path)
+    for name in resume_files(accelerator):
+        file = path / name
+        if not file.is_file():
+            raise _damaged(file, "missing")
+        if name == TRAIN_STATE_FILE or name.startswith("random_states_"):
+            _read(file, _READERS[file.suffix])
+        elif file.suffix == ".safetensors" and (problem := safetensors_problem(file)):
+            raise _damaged(file, f"damaged ({problem})")
+        elif file.suffix in (".bin", ".pkl", ".pt"):
+            try:
+                with zipfile.ZipFile(file) as archive:
+                    archive.namelist()
+            except (zipfile.BadZipFile, OSError) as error:
+                raise _damaged(file, f"damaged ({type(error).__name__}: {error})") from error
+
+
 def load_resume_state(accelerator: Accelerator, path: Path) -> TrainState:
     """accelerate's load_state, then train_state.json. A missing or unreadable file is a TextBoxUserError naming
     it: accelerate raises a bare library error, or, for the random-state files, carries on silently without them
     (the resumed run would then differ from an uninterrupted one), so those are read first. Only memory changes."""
     path = Path(path)
-    # What save_resume_state writes for the Trainer's one model, optimiser and schedule (registered for
-    # checkpointing), fp16's gradient scaler, and every process's random states; every process checks every file,
-    # so that all stop together.
-    names = [TRAIN_STATE_FILE, "model.safetensors", "optimizer.bin", "custom_checkpoint_0.pkl",
-             *(["scaler.pt"] if accelerator.scaler is not None else []),
-             *(f"random_states_{index}.pkl" for index in range(accelerator.num_processes))]
-    for name in names:
-        if not (path / name).is_file():
-            raise _damaged(path / name, "missing")
+    check_resume_files(accelerator, path)  # every process checks every file, so that all stop together
     state = _read(path / TRAIN_STATE_FILE, TrainState.from_file)
-    for name in names:
-        if name.startswith("random_states_"):  # small, and a damaged one would pass unnoticed
-            _read(path / name, _torch_load)
     try:
         accelerator.load_state(str(path))
     except Exception as error:
