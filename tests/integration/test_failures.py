@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from textbox.cli import run_cli
-from textbox.config import TextBoxError, TextBoxUserError, load_config
+from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_config
 from textbox.trainer import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
 from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
@@ -68,9 +68,9 @@ def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tm
     run = tmp_path / "run"
     run.mkdir()
     run_dirs.mark_failed(run, "RuntimeError: boom")
-    with pytest.raises(TextBoxUserError, match="failed before its first checkpoint_last .* start it again without "
-                                               "--resume"):
-        run_dirs.plan_run_dir(a_config(tmp_path, resume=True), MAIN_PROCESS)
+    with pytest.raises(ConfigError, match="failed before its first checkpoint_last .* start it again without "
+                                          "--resume"):
+        a_config(tmp_path, resume=True)  # found while the config loads, before anything is built
 
 
 def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):

@@ -11,9 +11,14 @@ from pathlib import Path
 from typing import Any
 
 RUN_CONFIG = "config.yaml"
-LAST_CHECKPOINT = "checkpoint_last"  # textbox/trainer/checkpoint.py: LAST
+LAST_CHECKPOINT = "checkpoint_last"  # written by textbox/trainer/checkpoint.py (its LAST)
+FAILED_MARKER = "FAILED"  # a run that stopped on an error says why in it (textbox/trainer/run_dir.py)
 _CHECKPOINT_NAME = re.compile(r"checkpoint_best|checkpoint_last|checkpoint-\d+")
 
+# Keys that say how a model is built from its checkpoint or config: a checkpoint a run wrote already holds their
+# effect (weights, config, tokenizer, merged or separate adapter), so testing it takes none of them again.
+MODEL_BUILDING = ("config_kwargs", "tokenizer_kwargs", "from_scratch", "decoder_model_path", "efficient_methods",
+                  "efficient_kwargs", "efficient_unfreeze_model")
 # Keys that name a run rather than describe it: never taken from another run's config.yaml.
 RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
 # Testing or generating from <run>/checkpoint_*: what the model reads and writes follows the run that trained it
@@ -76,6 +81,11 @@ def read_run_config(run_dir: Path, read_yaml: Any, problems: list[str]) -> dict[
 
 def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: dict[str, Any]) -> RunLayer | None:
     """Continue ``run_dir``: its whole config.yaml (but the run-identity keys) is the base layer."""
+    if (run_dir / FAILED_MARKER).is_file() and not (run_dir / LAST_CHECKPOINT).exists():
+        problems.append(f"--resume=True: the run in {run_dir} failed before its first {LAST_CHECKPOINT} (see its "
+                        f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without "
+                        f"--resume")
+        return None
     saved = read_run_config(run_dir, read_yaml, problems)
     if saved is None:
         return None

@@ -207,8 +207,12 @@ def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, run
         logger.info(f"removing the unfinished test run {test_dir}")
         shutil.rmtree(test_dir)
     logger.info(f"testing the best trial {trial_name(best.tid)} ({_format_params(best.params)})")
-    overrides = {**run_keys, **_fit_key_types(best.params), "model_path": str(Path(best.run_dir) / "checkpoint_best"),
-                 "do_train": False, "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}
+    from textbox.config.run_config import MODEL_BUILDING
+
+    keys = {key: value for key, value in {**run_keys, **_fit_key_types(best.params)}.items()
+            if key not in MODEL_BUILDING}  # the trial's checkpoint_best already holds the model they built
+    overrides = {**keys, "model_path": str(Path(best.run_dir) / "checkpoint_best"), "do_train": False,
+                 "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}
     outcome = execute(overrides, runner)
     if outcome.traceback:
         test_dir.mkdir(parents=True, exist_ok=True)

@@ -15,12 +15,13 @@ from typing import Any, Callable
 from accelerate import Accelerator
 
 from textbox.config import TextBoxUserError
+from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.model.efficient import save_model_files
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
 TRAIN_STATE_FILE = "train_state.json"
-LAST = "checkpoint_last"
+LAST = LAST_CHECKPOINT  # one home: the config layer recognises run directories by it
 BEST = "checkpoint_best"
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
-from textbox.config.run_config import RUN_IDENTITY
+from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY
+from textbox.trainer.checkpoint import LAST
 
 
 def write_run_config(config: Config, run_dir: Path) -> None:
@@ -36,7 +37,6 @@ def _settings(text: str) -> dict[str, Any] | None:
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
 
 
-FAILED_MARKER = "FAILED"
 
 
 def prepare_run_dir(config: Config, accelerator: Any) -> Path:
