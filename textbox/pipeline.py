@@ -115,6 +115,8 @@ def run(config: Config) -> dict[str, Any]:
     failed (a retry with the same --filename then replaces it)."""
     export_gpu_id(config)
     accelerator = build_accelerator(config)
+    if accelerator.mixed_precision != config.mixed_precision:  # the launcher's: config.yaml records what ran
+        config = config.replace(mixed_precision=accelerator.mixed_precision)
     try:
         return _run(config, accelerator)
     except BaseException as error:
