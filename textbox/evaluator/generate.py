@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from textbox.decoding.compiled import compilation_seconds, is_compiled_decoding
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.engine import choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 from textbox.trainer.loss import is_decoder_only
 from textbox.utils.logging import get_logger
@@ -39,6 +40,13 @@ def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: 
                    settings: dict[str, Any], description: str) -> list[str]:
     """Decode every batch (each carries its examples' ``index``); every process returns all texts in dataset
     order, whatever the batch order and the number of processes."""
+    # The engine (--decoding_backend): CTranslate2 where the model converts and the settings map
+    # (textbox.decoding.engine), else transformers' generate below.
+    engine = choose_engine(accelerator.unwrap_model(model), settings, description)
+    if engine.name == "ctranslate2":
+        from textbox.decoding.ctranslate2_engine import ctranslate2_texts
+
+        return ctranslate2_texts(accelerator, model, tokenizer, loader, settings, description, engine)
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
     unwrapped.eval()
