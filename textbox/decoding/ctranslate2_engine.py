@@ -35,6 +35,8 @@ from textbox.utils.logging import get_logger
 # Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
 _DROPPED_FIELDS = {"bart": {"normalize_before": False}}
 _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+# Config fields that say where a model came from, not what it computes.
+_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -76,7 +78,8 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
         tensor = tensor.detach().to("cpu").contiguous()
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
-    digest.update(model.config.to_json_string(use_diff=False).encode())
+    config = {key: value for key, value in model.config.to_dict().items() if key not in _PROVENANCE}
+    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
     digest.update(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode())
     digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
     return digest.hexdigest()[:32]
@@ -141,11 +144,14 @@ def _InMemoryConverter(model: Any, tokenizer: Any, config_dir: str) -> Any:  # n
     return _converter_class()(model, tokenizer, config_dir)
 
 
-def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int) -> Any:
+def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int,
+                fresh: bool = False) -> Any:
+    """The Translator/Generator, kept for the next call on the same weights; ``fresh`` loads it anew (its
+    worker threads seed their random generators when they start: sampling needs new ones to follow the seed)."""
     import ctranslate2
 
     key = (str(path), kind, device, device_index, compute, threads)
-    if key not in _loaded:
+    if fresh or key not in _loaded:
         _loaded.clear()
         cls = ctranslate2.Translator if kind == "translator" else ctranslate2.Generator
         _loaded[key] = cls(str(path), device=device, device_index=device_index, compute_type=compute,
@@ -154,7 +160,7 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
 
 
 def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
-                   options: DecodingOptions | None = None) -> Any:
+                   options: DecodingOptions | None = None, seed: int | None = None) -> Any:
     """The loaded Translator/Generator for ``model``: converted once (main process first, others then find
     it in the cache)."""
     options = options or run_options()
@@ -162,7 +168,11 @@ def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineC
     with accelerator.main_process_first():
         path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute)
     device, index = _device(accelerator)
-    return load_engine(path, choice.kind, device, index, compute, torch.get_num_threads())
+    if seed is not None:
+        import ctranslate2
+
+        ctranslate2.set_random_seed(seed)
+    return load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(), fresh=seed is not None)
 
 
 @torch.no_grad()
@@ -175,18 +185,15 @@ def ctranslate2_texts(accelerator: Any, model: Any, tokenizer: Any, loader: Any,
     options = options or run_options()
     unwrapped = accelerator.unwrap_model(model)
     inner = unwrapped.get_base_model() if getattr(unwrapped, "active_peft_config", None) is not None else unwrapped
-    engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options)
     effective = effective_config(inner.generation_config, settings)
+    seed = options.seed + accelerator.process_index if effective.do_sample else None
+    engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed)
     encoder_decoder = choice.kind == "translator"
     arguments, per_example = ctranslate2_arguments(effective, choice.kind, encoder_decoder)
     end = effective.eos_token_id
     arguments["end_token"] = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
     prefix = ([tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id)]
               if encoder_decoder and effective.forced_bos_token_id is not None else None)
-    if effective.do_sample:
-        import ctranslate2
-
-        ctranslate2.set_random_seed(options.seed + accelerator.process_index)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     def pick(result: Any) -> list[list[str]]:

@@ -11,8 +11,11 @@ How lengths are counted (measured against transformers 5 on BART):
   forcing, so the bound is one less and a hypothesis cut there is the same tokens without the end token.
   Beam search then ranks a hypothesis cut there by its length with the end token, as transformers does
   (``rerank_cut_hypotheses``): without that, 9% of a tiny model's beam-4 outputs differed, with it 1.5%.
-- ``min_new_tokens`` = CTranslate2's ``min_decoding_length`` (at least 1: CTranslate2's 1 already allows an
-  immediate end token, and its 0 ranked such hypotheses differently); ``min_length`` counts the decoder start.
+- ``min_new_tokens`` = CTranslate2's ``min_decoding_length``, at least 1 when lengths are normalised: its 1 already
+  allows an immediate end token and its 0 then ranks that hypothesis differently (it matched only with
+  length_penalty=0); ``min_length`` counts the decoder start token.
+- ``length_penalty`` up to 1 matches; above 1 transformers' default stopping keeps searching longer than
+  CTranslate2's, so beam search with it is left to transformers.
 Not mapped, because measured not to decode alike (tiny BART, 200 examples): ``repetition_penalty`` (transformers
 also penalises the decoder start token, BART's end token, so its outputs run longer: 95/200 identical) and
 ``no_repeat_ngram_size`` with beams (CTranslate2 bans before normalising the scores, transformers after: 155-170/200
@@ -54,6 +57,14 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
         problems.append(f"no_repeat_ngram_size={merged['no_repeat_ngram_size']} with num_beams={beams}: CTranslate2 "
                         f"bans n-grams before normalising the scores, transformers after, so beams rank differently "
                         f"(greedy decoding maps)")
+    penalty = merged.get("length_penalty")
+    if penalty is not None and penalty > 1.0 and beams > 1 and not merged.get("do_sample"):
+        problems.append(f"length_penalty={penalty} with num_beams={beams}: transformers keeps searching for longer "
+                        f"hypotheses than CTranslate2 does when the penalty exceeds 1 (measured: 104/120 outputs "
+                        f"identical at 2.0; 117/120 at 1.0)")
+    if merged.get("no_repeat_ngram_size") == 1:
+        problems.append("no_repeat_ngram_size=1: transformers counts the decoder start token (BART's end token) "
+                        "as generated and never ends, CTranslate2 does not")
     if merged.get("do_sample") and beams > 1:
         problems.append(f"do_sample=True with num_beams={beams} (beam sampling) has no CTranslate2 equal")
     if merged.get("early_stopping") not in (None, False):
@@ -96,7 +107,8 @@ def ctranslate2_arguments(effective: Any, kind: str, encoder_decoder: bool) -> t
         min_new = effective.min_new_tokens
     else:
         min_new = max(0, (effective.min_length or 0) - (1 if encoder_decoder else 0))
-    min_new = max(1, min_new)
+    if effective.length_penalty != 0:  # see the module docstring
+        min_new = max(1, min_new)
     hypotheses = effective.num_return_sequences or 1
     arguments: dict[str, Any] = {
         "beam_size": beams,

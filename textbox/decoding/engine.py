@@ -39,7 +39,7 @@ class DecodingOptions:
 
     backend: str = "transformers"
     precision: str = "auto"
-    cache_dir: str = ".cache"
+    cache_dir: str = ".cache/textbox"
     seed: int = 0
 
     @classmethod
