@@ -85,13 +85,18 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str) -> tuple[Path, bool]:
-    """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key."""
+def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
+                    latest_only: bool = False) -> tuple[Path, bool]:
+    """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
+    ``latest_only`` (validation: new weights every time) keeps one conversion under ``validation/``."""
     key = content_key(model, tokenizer, quantization)
-    root = Path(cache_dir) / "ctranslate2"
+    root = Path(cache_dir) / "ctranslate2" / ("validation" if latest_only else "")
     target = root / key
     if (target / "model.bin").is_file():
         return target, False
+    if latest_only and root.is_dir():
+        for old in root.iterdir():
+            shutil.rmtree(old, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=root, prefix=".converting-") as work:
@@ -160,13 +165,13 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
 
 
 def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
-                   options: DecodingOptions | None = None, seed: int | None = None) -> Any:
+                   options: DecodingOptions | None = None, seed: int | None = None, validation: bool = False) -> Any:
     """The loaded Translator/Generator for ``model``: converted once (main process first, others then find
     it in the cache)."""
     options = options or run_options()
     compute = compute_type(options, accelerator)
     with accelerator.main_process_first():
-        path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute)
+        path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute, latest_only=validation)
     device, index = _device(accelerator)
     if seed is not None:
         import ctranslate2
@@ -187,7 +192,7 @@ def ctranslate2_texts(accelerator: Any, model: Any, tokenizer: Any, loader: Any,
     inner = unwrapped.get_base_model() if getattr(unwrapped, "active_peft_config", None) is not None else unwrapped
     effective = effective_config(inner.generation_config, settings)
     seed = options.seed + accelerator.process_index if effective.do_sample else None
-    engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed)
+    engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed, validation=description == "valid")
     encoder_decoder = choice.kind == "translator"
     arguments, per_example = ctranslate2_arguments(effective, choice.kind, encoder_decoder)
     end = effective.eos_token_id

@@ -107,7 +107,7 @@ def ctranslate2_arguments(effective: Any, kind: str, encoder_decoder: bool) -> t
         min_new = effective.min_new_tokens
     else:
         min_new = max(0, (effective.min_length or 0) - (1 if encoder_decoder else 0))
-    if effective.length_penalty != 0:  # see the module docstring
+    if kind == "translator" and effective.length_penalty != 0:  # see the module docstring
         min_new = max(1, min_new)
     hypotheses = effective.num_return_sequences or 1
     arguments: dict[str, Any] = {
