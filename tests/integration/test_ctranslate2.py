@@ -25,7 +25,8 @@ def test_ctranslate2_end_to_end(tmp_path: Path):
     common = [f"--data_path={data}", "--dataset=copy", "--tracker=none", f"--cache_dir={tmp_path / 'cache'}",
               "--src_len=24", "--tgt_len=16"]
     trained = run_script([*TINY_MODEL_ARGS, *common, "--epochs=25", "--valid_steps=5", "--decoding_backend=ctranslate2",
-                          "--metrics=['bleu']", "--metrics_for_best_model=['loss', 'bleu']", "--filename=train"], cwd=tmp_path)
+                          "--metrics=['bleu']", "--metrics_for_best_model=['loss', 'bleu']", "--filename=train"],
+                         cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr[-3000:]
     log = (tmp_path / "saved" / "train" / "project.log").read_text()
     assert "decoding with ctranslate2: --decoding_backend=ctranslate2: bart converts (translator)" in log

@@ -175,8 +175,9 @@ def test_prompt_adapters_fall_back_and_lora_is_merged(trained, pairs, tmp_path, 
                                                                       num_virtual_tokens=2))
     choice = choose_engine(prompt, {}, "test", DecodingOptions("auto"))
     assert choice.name == "transformers" and "prompt-tuning adapter" in choice.reason
-    lora = get_peft_model(copy.deepcopy(model), LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, r=2,
-                                                            target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    lora_config = LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, r=2, target_modules=["q_proj", "v_proj"],
+                             init_lora_weights=False)  # random adapters: they change the outputs
+    lora = get_peft_model(copy.deepcopy(model), lora_config)
     lora.eval()
     settings = {"num_beams": 1, "max_new_tokens": 10}
     ours = _decode((lora, tokenizer), pairs, tmp_path, settings, "ctranslate2")
