@@ -6,8 +6,9 @@ reads first is written, to a temporary directory. The result is cached under ``<
 the key a hash of the weights, the model config, the vocabulary, the precision and CTranslate2's version, so the
 same weights convert once whatever path they came from. LoRA/IA3 adapters are merged into a copy first.
 
-Fields transformers 5 dropped but the converter reads (``BartConfig.normalize_before``: BART normalises after
-each block) are set on a copy of the config the converter sees; the model's own config is left alone.
+The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
+transformers 5 dropped but the converter reads (``BartConfig.normalize_before``: BART normalises after each
+block) are set on that copy's config; the model's own config is left alone.
 
 Batches come from the same length-sorted loader as the transformers path (one shard per process) and leave as
 ids through the same gather and background detokenisation, so outputs return in dataset order.
@@ -116,13 +117,13 @@ def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantizat
 
 
 def _as_converter_sees_it(model: Any) -> Any:
-    """A shallow copy of ``model`` (same weights) whose config carries the fields the converter reads."""
-    seen = copy.copy(model)
-    config = copy.deepcopy(model.config)
-    for name, value in _DROPPED_FIELDS.get(config.model_type, {}).items():
-        if not hasattr(config, name):
-            setattr(config, name, value)
-    seen.config = config
+    """A copy of ``model`` whose config carries the fields the converter reads. A deep copy: quantising
+    (int8) rewrites the weights it is given in place (measured: the decoded model's embeddings and projections
+    changed), and the model being decoded must stay as it is."""
+    seen = copy.deepcopy(model)
+    for name, value in _DROPPED_FIELDS.get(seen.config.model_type, {}).items():
+        if not hasattr(seen.config, name):
+            setattr(seen.config, name, value)
     return seen
 
 

@@ -199,8 +199,10 @@ def test_conversion_is_cached_by_content_and_the_checkpoint_is_untouched(trained
     first, converted = converted_model(loaded, loaded_tokenizer, tmp_path / "cache", "float32")
     again, converted_again = converted_model(model, tokenizer, tmp_path / "cache", "float32")  # same content
     assert converted and not converted_again and first == again
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
     int8, converted_int8 = converted_model(model, tokenizer, tmp_path / "cache", "int8")
     assert converted_int8 and int8 != first
+    assert all(torch.equal(tensor, weights[name]) for name, tensor in model.state_dict().items())  # not quantised
     after = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in checkpoint.iterdir()}
     assert after == before
     assert not hasattr(model.config, "normalize_before")  # supplied to the converter's copy only
