@@ -146,7 +146,9 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str,
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {obstacle}; use --decoding_backend=auto "
                                f"(falls back to transformers) or transformers")
-    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}"))
+    unused = f" (--decoding_precision={options.precision} applies to CTranslate2 only)" \
+        if options.precision != "auto" else ""
+    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
 
 
 # Validation by generation converts the just-trained weights at every validation: measured, it pays.
