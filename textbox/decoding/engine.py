@@ -75,7 +75,13 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
     backend, precision = values["decoding_backend"], values["decoding_precision"]
     if precision == "float16" and backend != "transformers" and not _cuda_available():
         problems.append(f"{where('decoding_precision')}: float16 runs on CUDA only and this machine has no GPU; "
-                        f"use float32, bfloat16, int8 or int8_float32")
+                        f"use float32, int8 or int8_float32")
+    elif precision != "auto" and backend != "transformers":
+        supported = _supported_compute_types()
+        if precision not in supported:
+            problems.append(f"{where('decoding_precision')}={precision} is not supported by CTranslate2 on this "
+                            f"machine's {'GPU' if _cuda_available() else 'CPU'}; supported: "
+                            f"{', '.join(sorted(supported))}")
     if backend == "transformers" and precision != "auto":
         problems.append(f"{where('decoding_precision')}={precision} sets CTranslate2's precision, but "
                         f"--decoding_backend=transformers never uses it; drop it (transformers decodes in "
@@ -122,6 +128,12 @@ def _local_model_type(model_path: str | None) -> str | None:
         return json.loads(config.read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError):
         return None
+
+
+def _supported_compute_types() -> set[str]:
+    import ctranslate2  # ~40 ms, no torch; only for an explicit precision
+
+    return set(ctranslate2.get_supported_compute_types("cuda" if _cuda_available() else "cpu"))
 
 
 def _cuda_available() -> bool:

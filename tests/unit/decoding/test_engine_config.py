@@ -35,6 +35,10 @@ def test_explicit_ctranslate2_refuses_what_it_cannot_run(data):
 def test_precision_checks(data):
     assert "float16 runs on CUDA only" in _problems(data, decoding_precision="float16")
     assert "never uses it" in _problems(data, decoding_backend="transformers", decoding_precision="int8")
+    import ctranslate2
+
+    if "bfloat16" not in ctranslate2.get_supported_compute_types("cpu") and not ctranslate2.get_cuda_device_count():
+        assert "bfloat16 is not supported by CTranslate2" in _problems(data, decoding_precision="bfloat16")
 
 
 def test_a_valid_config_sets_the_run_options_and_auto_accepts_anything(data):
