@@ -159,7 +159,7 @@ def main() -> None:
     from transformers.utils import logging as transformers_logging
 
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
-    from textbox.decoding.engine import DecodingOptions, set_run_options
+    from textbox.decoding.engine import DecodingOptions
     from textbox.evaluator.generate import generate_texts
     from textbox.model.registry import get_builder
     from textbox.pipeline import build_accelerator
@@ -187,8 +187,8 @@ def main() -> None:
             options = DecodingOptions(backend, precision, str(CACHE_DIR), config.seed)
 
             def decode(settings: dict[str, Any]) -> list[str]:
-                set_run_options(options)
-                return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "test")
+                return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "test",
+                                      options)
             return decode
 
         base = {"max_new_tokens": config.tgt_len}

@@ -25,14 +25,3 @@ def shared_dataset():
         return path
 
     return locate
-
-
-@pytest.fixture(autouse=True)
-def _default_decoding_options():
-    """load_config hands each run its --decoding_backend through textbox.decoding.engine (process-wide); a test
-    that calls generate_texts directly must not inherit the options of a config another test loaded."""
-    from textbox.decoding.engine import DecodingOptions, set_run_options
-
-    set_run_options(DecodingOptions())
-    yield
-    set_run_options(DecodingOptions())

@@ -1,6 +1,11 @@
-"""Command-line front end shared by the run_* scripts: help, config errors (exit 2), failures (exit 1)."""
+"""Command-line front end shared by the run_* scripts: help, config errors (exit 2), failures (exit 1).
+
+Under `accelerate launch` every process runs this; an error is printed once: config errors (the same on every
+process) by global rank 0, a failure shared between processes by the process that found it.
+"""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable, Mapping
 
@@ -9,7 +14,7 @@ from textbox.config import TextBoxError, load_config
 USAGE = """usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
 
-Values are Python literals (--metrics=['bleu','rouge'] --generation_kwargs={'num_beams':4}).
+Values are Python literals, quoted for the shell: --metrics="['bleu','rouge']" --generation_kwargs="{'num_beams':4}".
 Layers, later wins: configs/overall.yaml < configs/model/<model>.yaml < configs/dataset/<dataset>.yaml
 < --config_files=a.yaml,b.yaml < command line. Keys:"""
 
@@ -19,8 +24,15 @@ def wants_help(argv: list[str]) -> bool:
 
 
 def report_user_error(error: TextBoxError) -> int:
-    print(f"error: {error}", file=sys.stderr)
+    if not getattr(error, "shown_elsewhere", False):  # a copy of another process's failure: that one prints it
+        print(f"error: {error}", file=sys.stderr)
     return error.exit_code
+
+
+def is_secondary_process() -> bool:
+    """A process of a multi-process launch other than the first (torchrun and accelerate export RANK and
+    WORLD_SIZE to every process they start)."""
+    return os.environ.get("WORLD_SIZE", "1") not in ("", "1") and os.environ.get("RANK", "0") not in ("", "0")
 
 
 def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
@@ -33,9 +45,28 @@ def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
         return 0
     try:
         config = load_config(argv, overrides)
+    except TextBoxError as error:
+        error.shown_elsewhere = is_secondary_process()  # type: ignore[attr-defined]  # same on every process
+        return report_user_error(error)
+    try:
         if runner is None:
             from textbox.pipeline import run as runner
         runner(config)
     except TextBoxError as error:
-        return report_user_error(error)
+        code = report_user_error(error)
+        _leave_process_group(error)
+        return code
+    except Exception as error:  # a bug, before the run directory exists (after, the pipeline gives a TextBoxError)
+        import traceback
+
+        traceback.print_exc()  # its traceback is the only report there is
+        _leave_process_group(error)
+        return 1
     return 0
+
+
+def _leave_process_group(error: BaseException) -> None:
+    """After the message is out: a failure every process raised waits for them all, then each leaves."""
+    from textbox.utils.distributed import is_shared, leave_process_group
+
+    leave_process_group(meet_first=is_shared(error))

@@ -1,5 +1,5 @@
 """Score generated text files: ``python -m textbox.evaluate --hyp=generation.txt --ref=test.tgt [--src=test.src]
---metrics=['bleu','rouge'] [--<metric option>=value ...]``.
+--metrics="['bleu','rouge']" [--<metric option>=value ...]``.
 
 Prints a table and then one JSON line ({"scores": ..., "details": ...}). User errors print one message and exit 2.
 """
@@ -26,7 +26,7 @@ def usage() -> str:
     options = "\n".join(f"  --{name}: {_type_of(name)} = {SCHEMA[name].default!r}\n      {SCHEMA[name].doc}"
                         for name in _OPTIONS)
     return (f"usage: python -m textbox.evaluate --hyp=<file> --ref=<file> [--src=<file>] "
-            f"[--metrics=['bleu','rouge']] [--<option>=<value> ...]\n\nfiles:\n{files}\n\n"
+            f"[--metrics=\"['bleu','rouge']\"] [--<option>=<value> ...]\n\nfiles:\n{files}\n\n"
             f"options:\n{options}\n\nmetrics:\n{describe_metrics()}")
 
 

@@ -1,6 +1,7 @@
 """Generation for arbitrary inputs: `--input_file` (one source per line, '-' for stdin) -> `--output_file`
 (one generation per line in input order, '-' for stdout), with the same prompts, truncation, batching and
-generation settings as a test run."""
+generation settings as a test run. With num_return_sequences=k > 1 all k generations per input also go to a file
+of their own next to it (out.txt -> out_all.txt; the run directory's generation_all.txt when writing to stdout)."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from textbox.config import Config, DataError
 from textbox.data.tokenize import encode_within
-from textbox.evaluator.generate import generate_texts
+from textbox.evaluator.generate import all_sequences_path, generate_sequences
 from textbox.utils.atomic import write_text_atomic
 
 
@@ -46,9 +47,16 @@ def run_inference(config: Config, trainer, run_dir: Path) -> list[str]:
                            config.prefix_prompt or "", config.suffix_prompt or "")
     trainer.use_best_model()
     loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
-    texts = generate_texts(trainer.accelerator, trainer.model, trainer.tokenizer, loader, trainer.generation,
-                           "generate")
+    sequences = generate_sequences(trainer.accelerator, trainer.model, trainer.tokenizer, loader,
+                                   trainer.generation, "generate", trainer.decoding)
+    texts = [candidates[0] for candidates in sequences]
+    output = config.output_file or str(run_dir / "generation.txt")
+    every = all_sequences_path(run_dir / "generation.txt" if output == "-" else Path(output))
+    several = any(len(candidates) > 1 for candidates in sequences)
     if trainer.accelerator.is_main_process:
-        write_outputs(config.output_file or str(run_dir / "generation.txt"), texts)
-    trainer.logger.info(f"generated {len(texts)} outputs for {config.input_file}")
+        write_outputs(output, texts)
+        if several:
+            write_text_atomic(every, "".join(text + "\n" for candidates in sequences for text in candidates))
+    trainer.logger.info(f"generated {len(texts)} outputs for {config.input_file}"
+                        + (f"; all {len(sequences[0])} per input in {every}" if several else ""))
     return texts

@@ -1,4 +1,4 @@
-"""One run, top to bottom: accelerator -> run directory -> data -> model -> train -> test -> results.json.
+"""One run, top to bottom: accelerator -> data -> model -> run directory -> train -> test -> results.json.
 
 run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothing patches the trainer.
 """
@@ -16,11 +16,59 @@ from textbox.utils.atomic import write_text_atomic
 
 
 def export_gpu_id(config: Config) -> None:
-    """gpu_id must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the Accelerator)."""
+    """gpu_id must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the Accelerator); the
+    devices it names must then all be there: a run never falls back to other devices (or the CPU) silently.
+
+    torch.cuda.device_count() is asked only after the export, so that CUDA starts with the chosen devices (in a
+    process where CUDA is already initialised, e.g. a second in-process run, the first run's devices stay)."""
     if config.gpu_id is None:
         return
-    ids = config.gpu_id if isinstance(config.gpu_id, (list, tuple)) else [config.gpu_id]
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i).strip() for i in ids)
+    ids = gpu_ids(config.gpu_id)
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+    import torch
+
+    visible = torch.cuda.device_count() if torch.version.cuda else 0
+    check_gpu_ids(ids, visible, _machine_gpu_count(), cuda_build=torch.version.cuda is not None)
+
+
+def gpu_ids(value: Any) -> list[str]:
+    """--gpu_id=1, --gpu_id='0,1' or --gpu_id=[0,1] as a list of device ids."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def check_gpu_ids(ids: list[str], visible: int, machine: int | None, cuda_build: bool = True) -> None:
+    """``visible``: devices CUDA sees once CUDA_VISIBLE_DEVICES holds ``ids`` (it stops at the first id that does
+    not exist); ``machine``: devices on the machine (None when unknown)."""
+    if visible >= len(ids):
+        return
+    asked = f"--gpu_id={','.join(ids)}"
+    if not cuda_build:
+        raise TextBoxUserError(f"{asked}, but this torch is a CPU-only build: no CUDA device is visible; drop "
+                               f"--gpu_id to run on the CPU")
+    if machine == 0:
+        raise TextBoxUserError(f"{asked}, but no CUDA device is visible on this machine; drop --gpu_id to run on "
+                               f"the CPU")
+    if machine is not None:
+        raise TextBoxUserError(f"{asked} names device(s) that do not exist: this machine has {machine} CUDA "
+                               f"device(s), ids {', '.join(map(str, range(machine)))}")
+    raise TextBoxUserError(f"{asked} names device(s) that do not exist: CUDA sees {visible} of them (and the "
+                           f"machine's devices could not be listed); choose existing ids, or drop --gpu_id to run "
+                           f"on the CPU")
+
+
+def _machine_gpu_count() -> int | None:
+    """The machine's CUDA devices, counted through NVML (which, unlike the CUDA runtime, ignores
+    CUDA_VISIBLE_DEVICES and initialises nothing); None when NVML cannot tell."""
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    try:
+        count = torch.cuda._raw_device_count_nvml()
+    except Exception:  # a private helper: any failure only means 'unknown'
+        return None
+    return count if count >= 0 else None
 
 
 def resolve_mixed_precision(config: Config) -> str:
@@ -60,53 +108,150 @@ def build_accelerator(config: Config) -> Any:
 
 
 def run(config: Config) -> dict[str, Any]:
-    """Train, validate and test as the config says; return (and write) the results."""
-    from textbox.trainer.run_dir import continue_run_config, prepare_run_dir
+    """Train, validate and test as the config says; return (and write) the results.
 
-    config = continue_run_config(config)
+    Everything that can fail on the user's input (config, devices, run directory name, data, model) is tried
+    before the run directory is made; a failure after it exists is written to its project.log and the run marked
+    failed (a retry with the same --filename then replaces it)."""
     export_gpu_id(config)
     accelerator = build_accelerator(config)
-    run_dir = prepare_run_dir(config, accelerator)
-    from textbox.utils.logging import setup_logging
+    try:
+        return _run(config, accelerator)
+    except BaseException as error:
+        from textbox.utils.distributed import is_shared, leave_process_group
 
-    logger = setup_logging(run_dir, accelerator.is_main_process)
+        if not is_shared(error):  # a failure of every process leaves once it is shown (textbox.cli)
+            leave_process_group(meet_first=False)
+        raise
+    finally:
+        from textbox.utils.logging import release_log_file
+
+        release_log_file()
+
+
+def _run(config: Config, accelerator: Any) -> dict[str, Any]:
+    from textbox.trainer.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
+    from textbox.utils.logging import attach_log_file, start_logging
+
     _quiet_libraries()
+    logger = start_logging(accelerator.is_main_process)
     started = time.perf_counter()
-    if accelerator.is_main_process:
-        write_text_atomic(run_dir / "config.yaml", config.to_yaml())
-    logger.info(f"run directory {run_dir}; {accelerator.num_processes} process(es) on {accelerator.device}, "
+    logger.info(f"{accelerator.num_processes} process(es) on {accelerator.device}, "
                 f"mixed precision {accelerator.mixed_precision}")
+    for note in config.notes:  # the model family read from a checkpoint, a run's config.yaml as a layer, ...
+        logger.info(note)
     logger.info(config_summary(config))
-    if config.tracker != "none":
-        accelerator.project_configuration.set_directories(str(run_dir))
-        accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
-        accelerator.init_trackers("textbox", config=_tracker_hparams(config))
-    results = _train_and_test(config, accelerator, run_dir, logger)
-    results["run_dir"] = str(run_dir)
-    results["seconds"] = round(time.perf_counter() - started, 1)
+    run_dir = plan_run_dir(config, accelerator)
+    if config.resume:  # a damaged checkpoint_last is named before any file of the run changes
+        from textbox.trainer.checkpoint import LAST, check_resume_files, find_resume_dir
+
+        if find_resume_dir(run_dir) is not None:
+            check_resume_files(accelerator, run_dir / LAST)
+    prepared = _prepare(config, accelerator, logger)
+    if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
+        model = prepared[1]
+        weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+        check_free_space(_existing_ancestor(run_dir), peak_checkpoint_bytes(weight_bytes, config.max_save),
+                         accelerator)
+    make_run_dir(run_dir, config, accelerator)
     if accelerator.is_main_process:
-        write_text_atomic(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
-        _log_summary(logger, results)
+        attach_log_file(run_dir)
+    try:
+        results = _run_in_directory(config, accelerator, run_dir, logger, prepared)
+        _write_results(results, run_dir, started, accelerator, logger)
+    except BaseException as error:
+        shown = _failed(error, run_dir, accelerator, logger)
+        if shown is error:
+            raise
+        raise shown from error
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
 
 
-def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> dict[str, Any]:
+def _write_results(results: dict[str, Any], run_dir: Path, started: float, accelerator: Any, logger: Any) -> None:
+    from textbox.trainer.run_dir import clear_failed_mark
+
+    results["run_dir"] = str(run_dir)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    results["device"] = str(accelerator.device)
+    results["num_processes"] = accelerator.num_processes
+    if accelerator.is_main_process:
+        clear_failed_mark(run_dir)  # a resumed run that failed once and now finished
+        from textbox.utils.json_numbers import finite_or_null  # NaN/inf figures: null, so the file is strict JSON
+
+        text = json.dumps(finite_or_null(results), indent=2, allow_nan=False)
+        write_text_atomic(run_dir / "results.json", text + "\n")
+        _log_summary(logger, results)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any,
+                      prepared: tuple[Any, ...]) -> dict[str, Any]:
+    from textbox.trainer.run_dir import write_run_config
+
+    if accelerator.is_main_process:
+        write_run_config(config, run_dir)  # not rewritten when a resumed run's config is unchanged
+    logger.info(f"run directory {run_dir}")
+    if config.tracker != "none":
+        accelerator.project_configuration.set_directories(str(run_dir))
+        accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
+        accelerator.init_trackers("textbox", config=_tracker_hparams(config))
+    return _train_and_test(config, accelerator, run_dir, logger, *prepared)
+
+
+def _failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) -> BaseException:
+    """Record a failure in the run directory (project.log, FAILED) and say what the console should show: the
+    error itself when it explains itself, else one line with the log's path (the traceback is in the log)."""
+    import logging
+    import traceback
+
+    from textbox.config import RunInterrupted, TextBoxError
+    from textbox.trainer.run_dir import FAILED_MARKER, mark_failed
+    from textbox.utils.logging import log_file_path, log_to_file
+
+    if isinstance(error, RunInterrupted):  # checkpoint_last is saved: the run continues with --resume
+        log_to_file(logging.WARNING, str(error))
+        return error
+    if isinstance(error, TextBoxError):
+        message, shown = str(error), error
+    elif isinstance(error, Exception):
+        message = f"{type(error).__name__}: {error}"
+        log = log_file_path() or run_dir / "project.log"
+        shown = TextBoxError(f"unexpected {message}\n(the traceback is in {log})")
+    else:  # KeyboardInterrupt, SystemExit: not a failure of the run's own making, but the run did not finish
+        message, shown = f"stopped by {type(error).__name__} before the run finished", error
+    log_to_file(logging.ERROR, f"the run failed: {message}")
+    if not isinstance(error, TextBoxError):
+        log_to_file(logging.ERROR, "".join(traceback.format_exception(error)).rstrip())
+    if accelerator.is_main_process:
+        mark_failed(run_dir, message)
+        log_to_file(logging.ERROR, f"marked failed ({run_dir / FAILED_MARKER}); a retry with the same --filename "
+                                   f"replaces this run unless it has a checkpoint_last to --resume from")
+    return shown
+
+
+def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, Any, Any]:
+    """Data, model and tokenised splits, before the run directory exists (a bad path or checkpoint fails here,
+    with nothing written). The main process goes first (builds, tokenizer training and caches happen once);
+    a failure on any process is raised on all of them, shown once."""
     from accelerate.utils import set_seed
 
     from textbox.data import read_splits, tokenize_splits
-    from textbox.data.collate import make_collator
-    from textbox.model.loading import count_parameters
     from textbox.model.registry import get_builder
-    from textbox.trainer.loop import EvalSet, Trainer
-    from textbox.trainer.run_dir import check_free_space, peak_checkpoint_bytes
+    from textbox.utils.distributed import main_process_first
 
     set_seed(config.seed)
     testing = config.do_test and not config.input_file  # --input_file takes the test split's place
     wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
                                         ("test", testing)) if needed]
-    with accelerator.main_process_first():  # builds, tokenizer training and caches happen once, on rank 0
+
+    def build() -> tuple[Any, Any, Any, Any]:
         if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
             from textbox.data.denoising import read_source_only_splits
 
@@ -121,11 +266,19 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
 
             model = apply_efficient_methods(config, model, logger)
         tokenized = tokenize_splits(config, splits, tokenizer, logger.info)
+        return splits, model, tokenizer, tokenized
+
+    return main_process_first(accelerator, build)
+
+
+def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any, splits: Any, model: Any,
+                    tokenizer: Any, tokenized: Any) -> dict[str, Any]:
+    from textbox.data.collate import make_collator
+    from textbox.model.loading import count_parameters
+    from textbox.trainer.loop import EvalSet, Trainer
+
     trainable, total = count_parameters(model)
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
-    if config.do_train:
-        weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
-        check_free_space(run_dir, peak_checkpoint_bytes(weight_bytes, config.max_save), accelerator)
 
     trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, model, tokenizer), run_dir, logger)
     results: dict[str, Any] = {}
@@ -145,11 +298,14 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
         run_inference(config, trainer, run_dir)
     elif config.do_test:
         started = time.perf_counter()
-        scores, texts = trainer.test(EvalSet(tokenized["test"], splits["test"]))
+        scores, sequences = trainer.test(EvalSet(tokenized["test"], splits["test"]))
         results["test_seconds"] = round(time.perf_counter() - started, 1)
         results["test"] = scores
         if accelerator.is_main_process:
-            write_text_atomic(run_dir / "generation.txt", "".join(text + "\n" for text in texts))
+            from textbox.evaluator.generate import write_generations
+
+            if every := write_generations(run_dir / "generation.txt", sequences):
+                logger.info(f"all {len(sequences[0])} generations per test example in {every}")
     if getattr(trainer, "metric_details", None):
         results["metric_details"] = trainer.metric_details
     return results

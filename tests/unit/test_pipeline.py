@@ -1,13 +1,16 @@
-"""The pipeline's set-up decisions: precision (config vs launcher), trackers, and the config summary of the log."""
+"""The pipeline's set-up decisions: precision (config vs launcher), trackers, devices (--gpu_id), and the config
+summary of the log."""
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 import torch
 
 from textbox.config import TextBoxUserError, load_config
-from textbox.pipeline import build_accelerator, config_summary, resolve_mixed_precision
+from textbox.pipeline import (build_accelerator, check_gpu_ids, config_summary, export_gpu_id, gpu_ids,
+                              resolve_mixed_precision)
 
 
 @pytest.fixture
@@ -74,3 +77,40 @@ def test_config_summary_lists_changed_keys_with_their_source():
     assert "  learning_rate = 0.5  (command line)" in lines
     assert not any(line.startswith("  seed =") for line in lines)  # set, but to its default
     assert any(line.startswith("  config_kwargs = ") and line.endswith("transformer.yaml)") for line in lines)
+
+
+@pytest.mark.parametrize("value, ids", [(1, ["1"]), ("0,1", ["0", "1"]), ([2, 3], ["2", "3"]), (" 4 ", ["4"])])
+def test_gpu_id_forms_name_the_devices(value, ids):
+    assert gpu_ids(value) == ids
+
+
+def test_gpu_ids_that_all_exist_pass():
+    check_gpu_ids(["0", "1"], visible=2, machine=2)
+    check_gpu_ids(["1"], visible=1, machine=None)  # NVML unavailable: CUDA's own count decides
+
+
+@pytest.mark.parametrize("ids, visible, machine, message", [
+    (["5"], 0, 2, r"--gpu_id=5 names device\(s\) that do not exist: this machine has 2 CUDA device\(s\), ids 0, 1"),
+    (["0", "5"], 1, 2, r"--gpu_id=0,5 names device\(s\) that do not exist: this machine has 2 CUDA device\(s\)"),
+    (["0"], 0, 0, "--gpu_id=0, but no CUDA device is visible on this machine; drop --gpu_id to run on the CPU"),
+    (["0"], 0, None, r"--gpu_id=0 names device\(s\) that do not exist: CUDA sees 0 of them .*drop --gpu_id"),
+    (["0", "3"], 1, None, r"--gpu_id=0,3 names device\(s\) that do not exist: CUDA sees 1 of them"),
+])
+def test_gpu_ids_naming_missing_devices_are_an_error(ids, visible, machine, message):
+    with pytest.raises(TextBoxUserError, match=message):
+        check_gpu_ids(ids, visible=visible, machine=machine)
+
+
+def test_gpu_id_on_a_cpu_only_torch_says_to_drop_it():
+    with pytest.raises(TextBoxUserError, match="--gpu_id=5, but this torch is a CPU-only build: no CUDA device is "
+                                               "visible; drop --gpu_id to run on the CPU"):
+        check_gpu_ids(["5"], visible=0, machine=0, cuda_build=False)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA devices")
+def test_gpu_id_on_this_cpu_machine_is_refused_after_the_export(monkeypatch):
+    """The real path: CUDA_VISIBLE_DEVICES is set first, then the devices are counted (none here)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(TextBoxUserError, match="--gpu_id=5, but .*no CUDA device is visible"):
+        export_gpu_id(load_config(["--gpu_id=5"]))
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"

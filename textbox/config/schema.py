@@ -63,16 +63,22 @@ def _key(group: str, name: str, type: str, default: Any, doc: str, choices: tupl
 
 # --- what to run ------------------------------------------------------------------------------
 _key("run", "model", "str", "transformer",
-     "Model name from the registry (case-insensitive), e.g. transformer, bart, t5, bert2bert.")
+     "Model name from the registry (case-insensitive), e.g. transformer, bart, t5, bert2bert. Unset (or only in "
+     "overall.yaml) with --model_path: read from the checkpoint (config.json, an adapter's base, a run's "
+     "config.yaml); given, it must fit the checkpoint.")
 _key("run", "model_path", "str|None", None,
-     "Hub id or local directory of a pretrained model, a run's checkpoint directory to test, or a run directory "
-     "(saved/<run>, holding config.yaml and checkpoint_last/) to continue that run as --resume=True does.")
+     "Hub id or local directory of a pretrained model (its family chooses --model when that is not given), a run's "
+     "checkpoint directory to test (that run's lengths, prompts and generation_kwargs apply unless given), or a run "
+     "directory (saved/<run>, holding config.yaml and checkpoint_last/) to continue that run as --resume=True does.")
 _key("run", "from_scratch", "bool", False,
      "Build the model from model_path's config with freshly initialised weights.")
-_key("run", "dataset", "str", "pydoc", "Dataset name; its yaml in configs/dataset/ is merged if present.")
+_key("run", "dataset", "str", "pydoc",
+     "Dataset name; its yaml in configs/dataset/ is merged if present. Unset with --data_path: the name of that "
+     "directory.")
 _key("run", "data_path", "str|None", None, "Directory holding the dataset files; default dataset/<dataset>.")
 _key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
-_key("run", "filename", "str|None", None, "Run directory name; default <model>-<dataset>-<timestamp>.")
+_key("run", "filename", "str|None", None,
+     "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new run).")
 _key("run", "config_files", "list[str]", [], "Extra yaml files merged after the model and dataset yamls.")
 _key("run", "seed", "int", 2020, "Random seed for Python, NumPy and torch (and data order).")
 _key("run", "do_train", "bool", True, "Train the model.")
@@ -120,9 +126,11 @@ _key("data", "cache_dir", "str", ".cache/textbox", "Where tokenised splits and t
 # --- model ------------------------------------------------------------------------------------
 _key("model", "config_kwargs", "dict", {},
      "Model config overrides (sizes of the transformer, dropout, ...; bert2bert: both halves); an unknown "
-     "setting is an error. A run checkpoint reloaded by transformer or bert2bert keeps its saved config.")
+     "setting is an error. Over a checkpoint only the settings you set apply (not the model yaml's), and sizes "
+     "cannot change (docs/model_keys.md).")
 _key("model", "tokenizer_kwargs", "dict", {},
-     "Passed to AutoTokenizer.from_pretrained; for model=transformer: vocab_size and min_frequency of its BPE.")
+     "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
+     "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
@@ -154,8 +162,11 @@ _key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the op
 _key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
 _key("train", "scheduler", "str", "constant", "Learning-rate schedule.",
      ("constant", "linear", "cosine", "inverse_sqrt"))
-_key("train", "warmup_steps", "int", 0, "Linear warm-up steps.")
-_key("train", "warmup_ratio", "float", 0.0, "Warm-up as a fraction of all steps (used when warmup_steps=0).")
+_key("train", "warmup_steps", "int", 0,
+     "Linear warm-up steps. With warmup_ratio: the later layer's setting wins (the other is set to 0); both "
+     "non-zero in one layer is an error.")
+_key("train", "warmup_ratio", "float", 0.0,
+     "Warm-up as a fraction of all steps; see warmup_steps for which one wins.")
 _key("train", "grad_clip", "float|None", 1.0, "Maximum gradient norm; None disables clipping.")
 _key("train", "accumulation_steps", "int", 1,
      "Batches accumulated per optimiser step: the gradient is exactly that of one batch this many times larger "
@@ -177,7 +188,9 @@ _key("valid", "stopping_steps", "int|None", None,
 _key("valid", "metrics_for_best_model", "list[str]", ["loss"],
      "Validation figures summed to choose the best checkpoint; loss is minimised and skips generation.")
 _key("valid", "resume", "bool", False,
-     "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result.")
+     "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result. Its "
+     "config.yaml is the base; only length-of-training and reporting keys may change (epochs, max_steps, "
+     "logging_steps, tracker, do_test, metrics, ...). Not recorded in config.yaml.")
 _key("valid", "max_save", "int", 0,
      "Per-validation checkpoints (checkpoint-<step>) kept besides checkpoint_best and checkpoint_last.")
 

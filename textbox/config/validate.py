@@ -54,16 +54,22 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     if values["input_file"] not in (None, "-") and not Path(values["input_file"]).is_file():
         problems.append(f"{where('input_file')}: file {values['input_file']} does not exist")
 
-    problems.extend(_check_model(values, where))
+    problems.extend(_check_model(values, where, sources))
     problems.extend(_check_dataset(values, where))
     problems.extend(_check_metrics(values, where))
     problems.extend(_check_efficient(values, where))
     problems.extend(_check_pretraining(values, where))
     problems.extend(decoding_problems(values, where))  # --decoding_backend / --decoding_precision
+    from textbox.evaluator.generation_check import generation_problems  # imports transformers only when set
+
+    problems.extend(generation_problems(values["generation_kwargs"], where))
     return problems
 
 
-def _check_model(values: Mapping[str, Any], where) -> list[str]:
+def _check_model(values: Mapping[str, Any], where, sources: Mapping[str, str]) -> list[str]:
+    """A known model with the paths it needs, and no key set that its builder cannot honour
+    (textbox/model/keys.py declares, per family, what each builder honours)."""
+    from textbox.model import keys
     from textbox.model.registry import MODELS
 
     name = values["model"].lower()
@@ -76,6 +82,15 @@ def _check_model(values: Mapping[str, Any], where) -> list[str]:
         problems.append(f"{where('model')}: model {name!r} needs --model_path=<hub id or local directory>")
     if path and _looks_local(path) and not Path(path).exists():
         problems.append(f"{where('model_path')}: directory {path} does not exist")
+        return problems
+    from textbox.model.files import damaged_files
+
+    for key in ("model_path", "decoder_model_path"):  # found before a run directory exists; the loader names
+        damaged = damaged_files(values[key]) if values[key] else []  # any other file it cannot read
+        if damaged:
+            problems.append(f"{where(key)}: {'; '.join(damaged)}; the checkpoint is damaged (e.g. an interrupted "
+                            f"copy or a full disk): restore it from a copy, or write it again")
+    problems.extend(keys.problems(MODELS[name].family, values, sources, where))
     return problems
 
 
@@ -124,7 +139,7 @@ def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
 
 def _check_efficient(values: Mapping[str, Any], where) -> list[str]:
     """Parameter-efficient tuning (textbox/model/efficient.py) and encoder-decoder pairs."""
-    from textbox.model.efficient import method_problems
+    from textbox.model.efficient import is_efficient_checkpoint, method_problems
 
     methods = list(values["efficient_methods"])
     problems = [f"{where('efficient_methods')}: {problem}" for problem in method_problems(methods)]
@@ -139,10 +154,11 @@ def _check_efficient(values: Mapping[str, Any], where) -> list[str]:
                         f"or add --efficient_unfreeze_model=True to train and save the whole model")
     if methods and methods[0].lower() == "bitfit" and values["efficient_kwargs"]:
         problems.append(f"{where('efficient_kwargs')}: bitfit takes no settings, got {values['efficient_kwargs']}")
+    if methods and values["do_train"] and is_efficient_checkpoint(values["model_path"]):
+        problems.append(f"{where('efficient_methods')}: --model_path={values['model_path']} holds an efficient "
+                        f"checkpoint already, which continues training as it is; drop --efficient_methods (or "
+                        f"give its base model as --model_path)")
     decoder = values["decoder_model_path"]
-    if decoder and values["model"].lower() not in ("bert2bert", "encoder_decoder"):
-        problems.append(f"{where('decoder_model_path')} is for --model=encoder_decoder (or bert2bert), "
-                        f"not {values['model']!r}")
     if decoder and _looks_local(decoder) and not Path(decoder).exists():
         problems.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")
     return problems
@@ -157,8 +173,6 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
     (families known to lack one are named here; the collator checks any other loaded tokenizer)."""
     if values["pretrain_task"] is None:
         return []
-    from textbox.model.registry import MODELS
-
     problems = []
     wanted = [name.lower() for name in values["metrics_for_best_model"]]
     if any(name not in ("loss", "perplexity") for name in wanted):
@@ -172,12 +186,8 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
                         f"got {values['poisson_lambda']}")
     if not 0.0 <= values["permute_sentence_ratio"] <= 1.0:
         problems.append(f"{where('permute_sentence_ratio')} must be in [0, 1], got {values['permute_sentence_ratio']}")
-    name = values["model"].lower()
-    entry = MODELS.get(name)
-    if entry is not None and entry.builder.startswith("textbox.model.causal_lm"):
-        problems.append(f"{where('pretrain_task')}: denoising trains an encoder-decoder to rebuild its input; "
-                        f"model {name!r} is decoder-only")
-    elif name in _NO_MASK_MODELS:
+    name = values["model"].lower()  # decoder-only families: refused by textbox/model/keys.py (_check_model)
+    if name in _NO_MASK_MODELS:
         problems.append(f"{where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
                         f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint")
     return problems

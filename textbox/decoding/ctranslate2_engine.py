@@ -30,7 +30,7 @@ import torch
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_settings import ctranslate2_arguments, effective_config, rerank_cut_hypotheses
 from textbox.decoding.detokenize import BackgroundDetokenizer
-from textbox.decoding.engine import DecodingOptions, EngineChoice, run_options
+from textbox.decoding.engine import DecodingOptions, EngineChoice
 from textbox.utils.logging import get_logger
 
 # Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
@@ -166,10 +166,9 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
 
 
 def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
-                   options: DecodingOptions | None = None, seed: int | None = None, validation: bool = False) -> Any:
+                   options: DecodingOptions, seed: int | None = None, validation: bool = False) -> Any:
     """The loaded Translator/Generator for ``model``: converted once (main process first, others then find
     it in the cache)."""
-    options = options or run_options()
     compute = compute_type(options, accelerator)
     with accelerator.main_process_first():
         path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute, latest_only=validation)
@@ -182,13 +181,12 @@ def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineC
 
 
 @torch.no_grad()
-def ctranslate2_texts(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
-                      description: str, choice: EngineChoice, options: DecodingOptions | None = None) -> list[str]:
-    """generate_texts on CTranslate2: every process decodes its shard; all return every text in dataset order
-    (num_return_sequences > 1: that many per example, example after example, as ``generate`` returns them)."""
+def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
+                          description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:
+    """generate_sequences on CTranslate2: every process decodes its shard; all return, in dataset order, each
+    example's num_return_sequences texts (best first, as ``generate`` returns them)."""
     from tqdm.auto import tqdm
 
-    options = options or run_options()
     unwrapped = accelerator.unwrap_model(model)
     inner = unwrapped.get_base_model() if getattr(unwrapped, "active_peft_config", None) is not None else unwrapped
     effective = effective_config(inner.generation_config, settings)
@@ -226,12 +224,10 @@ def ctranslate2_texts(accelerator: Any, model: Any, tokenizer: Any, loader: Any,
                 results = engine.generate_batch(sources, **arguments)
             rows = [tokenizer.convert_tokens_to_ids(hypothesis)
                     for result in results for hypothesis in pick(result)]
-            indices = batch["index"].cpu()
-            row_indices = (indices.unsqueeze(1) * per_example + torch.arange(per_example)).flatten()
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
-            detokenizer.submit(*accelerator.gather((out, row_indices.to(accelerator.device))))
-        return detokenizer.texts(len(loader.dataset) * per_example)
+            detokenizer.submit(*accelerator.gather((out, batch["index"])))  # k consecutive rows per example
+        return detokenizer.sequences(len(loader.dataset))
 
 
 def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:

@@ -7,11 +7,9 @@ says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, b
 would not run on CTranslate2 (``decoding_problems``, called by textbox.config.validate); ``transformers`` never
 converts.
 
-The run's options reach ``generate_texts`` through ``set_run_options``: generate_texts is called by the trainer
-and by inference with the generation settings only, so the options of the config validated last in this process
-(load_config validates every config just before a run uses it, trials of run_hyper/run_multi_seed included) are
-kept here. A caller that never sets them (unit tests, benchmarks calling generate_texts directly) decodes with
-transformers, as before.
+The run's options (``DecodingOptions.from_values(config)``) are built by the Trainer and passed to
+``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
+transformers.
 
 Nothing heavy is imported at module level: textbox.config.validate imports this module.
 """
@@ -55,22 +53,12 @@ class EngineChoice:
     kind: str = ""  # "translator" | "generator" for CTranslate2
 
 
-_run_options = DecodingOptions()
-_logged: set[tuple[str, str]] = set()
-
-
-def set_run_options(options: DecodingOptions) -> None:
-    global _run_options
-    _run_options = options
-
-
-def run_options() -> DecodingOptions:
-    return _run_options
+_logged: set[tuple[str, str]] = set()  # each distinct choice is logged once per process
 
 
 def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
     """Config checks of the decoding keys; with --decoding_backend=ctranslate2 also everything knowable before
-    training that CTranslate2 cannot do. A usable config becomes the process's decoding options."""
+    training that CTranslate2 cannot do."""
     problems: list[str] = []
     backend, precision = values["decoding_backend"], values["decoding_precision"]
     if precision == "float16" and backend != "transformers" and not _cuda_available():
@@ -88,8 +76,6 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
                         f"--mixed_precision) or use --decoding_backend=auto or ctranslate2")
     if backend == "ctranslate2":
         problems.extend(f"{where('decoding_backend')}=ctranslate2: {why}" for why in _static_refusals(values))
-    if not problems:
-        set_run_options(DecodingOptions.from_values(values))
     return problems
 
 
@@ -142,13 +128,11 @@ def _cuda_available() -> bool:
     return ctranslate2.get_cuda_device_count() > 0
 
 
-def choose_engine(model: Any, settings: dict[str, Any], description: str,
-                  options: DecodingOptions | None = None) -> EngineChoice:
+def choose_engine(model: Any, settings: dict[str, Any], description: str, options: DecodingOptions) -> EngineChoice:
     """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged once per
     distinct choice. An explicit ctranslate2 that cannot apply is an error naming what stands in the way."""
     from textbox.config import TextBoxUserError
 
-    options = options or run_options()
     if options.backend == "transformers":
         return _log(EngineChoice("transformers", "--decoding_backend=transformers"))
     kind, obstacle = convertible(model, settings)

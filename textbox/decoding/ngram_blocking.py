@@ -7,20 +7,27 @@ On this CPU that took 0.5-1 ms per step for 128 hypotheses x 8,000 tokens when t
 beam-search step of the default model. ``InPlaceNoRepeatNGram`` finds the same banned (hypothesis, token) pairs the
 same way and writes -inf into those entries only: 0.05 ms per step, outputs identical.
 
-It runs after generate's own processors (transformers appends user processors), so it is used only where its
-place in the list cannot matter: greedy or beam search without sampling, renormalisation or returned scores.
-There the other processors only add -inf or force a token that blocking never bans (the end-of-sequence
-token, or the first token, before any n-gram exists).
+It must act exactly where transformers puts its own processor: processors that come after it in generate's list
+(forced end-of-sequence at the last step, forced first token, ...) may re-allow a token it bans, and running it
+after them instead bans, e.g., BART's forced end-of-sequence token once it has appeared (``no_repeat_ngram_size=1``)
+and changes beam search's outputs. So generate builds its list as usual, and the decoding loop it runs gets that
+list with transformers' NoRepeatNGramLogitsProcessor swapped, at its own index, for InPlaceNoRepeatNGram: through
+``custom_generate``, generate's documented hook for a decoding loop that receives the prepared processors.
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, NoRepeatNGramLogitsProcessor
+from transformers.distributed.fsdp import is_fsdp_managed_module
+from transformers.generation.utils import GENERATION_MODES_MAPPING
+from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 
-# Settings under which a processor's place in the list can change the result.
-_ORDER_SENSITIVE = ("do_sample", "renormalize_logits", "return_dict_in_generate", "output_scores", "output_logits")
+# Modes whose loop (transformers' _sample / _beam_search) applies the processor list once per step to a fresh
+# tensor; the swap is made for these only.
+_SWAPPED_MODES = ("greedy_search", "sample", "beam_search", "beam_sample")
 
 
 class InPlaceNoRepeatNGram(LogitsProcessor):
@@ -46,10 +53,33 @@ class InPlaceNoRepeatNGram(LogitsProcessor):
 
 
 def with_in_place_ngram_blocking(settings: dict[str, Any], generation_config: Any) -> dict[str, Any]:
-    """``generate`` settings with the library's n-gram blocking replaced by InPlaceNoRepeatNGram where that gives
-    identical outputs (see the module docstring); otherwise the settings unchanged."""
-    size = settings.get("no_repeat_ngram_size", generation_config.no_repeat_ngram_size)
-    if not size or any(settings.get(key, getattr(generation_config, key, None)) for key in _ORDER_SENSITIVE):
+    """``generate`` settings under which the library's n-gram blocking is replaced, in its place, by
+    InPlaceNoRepeatNGram; the settings unchanged where nothing is blocked or the decoding mode is another one."""
+    merged = copy.deepcopy(generation_config) if generation_config is not None else GenerationConfig()
+    for key, value in settings.items():  # as generate merges them, without validating (generate does that)
+        if hasattr(merged, key):
+            setattr(merged, key, value)
+    if not merged.no_repeat_ngram_size or "custom_generate" in settings or merged.stop_strings is not None:
+        return settings  # (a custom_generate callable would not receive the tokenizer stop_strings need)
+    if merged.get_generation_mode().value not in _SWAPPED_MODES:
         return settings
-    processors = LogitsProcessorList([*settings.get("logits_processor", []), InPlaceNoRepeatNGram(size)])
-    return {**settings, "no_repeat_ngram_size": 0, "logits_processor": processors}
+    return {**settings, "custom_generate": decode_with_in_place_ngram_blocking}
+
+
+def decode_with_in_place_ngram_blocking(model: Any, input_ids: torch.LongTensor, logits_processor: LogitsProcessorList,
+                                        stopping_criteria: Any, generation_config: GenerationConfig,
+                                        **model_kwargs: Any) -> Any:
+    """The decoding loop generate would run, with its own processor list except that each
+    NoRepeatNGramLogitsProcessor is an InPlaceNoRepeatNGram at the same index. When raw logits are returned
+    (``output_logits``) the scores tensor is kept by generate, so nothing is written in place."""
+    if not generation_config.output_logits:
+        logits_processor = LogitsProcessorList(
+            InPlaceNoRepeatNGram(processor.ngram_size) if type(processor) is NoRepeatNGramLogitsProcessor
+            else processor for processor in logits_processor)
+    method = getattr(type(model), GENERATION_MODES_MAPPING[generation_config.get_generation_mode()])
+    # generate computes synced_gpus itself but does not hand it to a custom loop: the same rule as generate's.
+    synced_gpus = (is_deepspeed_zero3_enabled() or is_fsdp_managed_module(model)) and \
+        torch.distributed.is_available() and torch.distributed.is_initialized() and \
+        torch.distributed.get_world_size() > 1
+    return method(model, input_ids, logits_processor=logits_processor, stopping_criteria=stopping_criteria,
+                  generation_config=generation_config, synced_gpus=synced_gpus, **model_kwargs)

@@ -5,12 +5,17 @@ n-gram blocking without full-vocabulary copies, detokenisation overlapping gener
 cache with a compiled forward. Batches come length-sorted from Trainer.eval_loader, each example with its
 dataset ``index``.
 
+With ``num_return_sequences=k`` generate returns k rows per example, best first; ``generate_sequences`` keeps all
+k with their example, ``generate_texts`` the first (the one the metrics score and generation.txt holds), and
+``write_generations`` writes both files.
+
 Decoder-only LMs (textbox.data.causal) generate from ``prompt_ids``, the source left-padded so that every prompt
 ends where generation continues; only the new tokens are kept. Cross-attention sharing does not apply to them.
 """
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -21,9 +26,10 @@ from tqdm.auto import tqdm
 from textbox.decoding.compiled import compilation_seconds, is_compiled_decoding
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
-from textbox.decoding.engine import choose_engine
+from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 from textbox.trainer.loss import is_decoder_only
+from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import get_logger
 
 
@@ -35,24 +41,35 @@ def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict
     return settings
 
 
-@torch.no_grad()
 def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                   settings: dict[str, Any], description: str) -> list[str]:
-    """Decode every batch (each carries its examples' ``index``); every process returns all texts in dataset
-    order, whatever the batch order and the number of processes."""
-    # The engine (--decoding_backend): CTranslate2 where the model converts and the settings map
-    # (textbox.decoding.engine), else transformers' generate below.
-    engine = choose_engine(accelerator.unwrap_model(model), settings, description)
-    if engine.name == "ctranslate2":
-        from textbox.decoding.ctranslate2_engine import ctranslate2_texts
+                   settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None) -> list[str]:
+    """The first (best) generation of every example, in dataset order, on every process."""
+    sequences = generate_sequences(accelerator, model, tokenizer, loader, settings, description, decoding)
+    return [texts[0] for texts in sequences]
 
-        return ctranslate2_texts(accelerator, model, tokenizer, loader, settings, description, engine)
+
+@torch.no_grad()
+def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
+                       settings: dict[str, Any], description: str,
+                       decoding: DecodingOptions | None = None) -> list[list[str]]:
+    """Decode every batch (each carries its examples' ``index``); every process returns, in dataset order, each
+    example's num_return_sequences texts in generate's order (best first), whatever the batch order and the
+    number of processes. ``decoding`` (the run's --decoding_backend/--decoding_precision; transformers when
+    None) chooses the engine: CTranslate2 where the model converts and the settings map, else generate below."""
+    decoding = decoding or DecodingOptions()
+    engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding)
+    if engine.name == "ctranslate2":
+        from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
+
+        return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine, decoding)
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
     unwrapped.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     num_beams = settings.get("num_beams") or unwrapped.generation_config.num_beams or 1  # None means 1
     settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
+    if settings.get("stop_strings") is not None:
+        settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
     decoder_only = is_decoder_only(unwrapped)
     # Nothing to share without cross-attention; a static (compiled) cache is not combined with sharing.
     shares = not decoder_only and not is_compiled_decoding(settings)
@@ -70,9 +87,26 @@ def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: 
                 ids = ids[:, inputs["input_ids"].shape[1]:]
             ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
             detokenizer.submit(*accelerator.gather((ids, batch["index"])))
-        texts = detokenizer.texts(len(loader.dataset))
+        sequences = detokenizer.sequences(len(loader.dataset))
     if is_compiled_decoding(settings):
         get_logger().info(f"decode_compile: {compilation_seconds() - compiling_before:.1f} s compiling during "
                           f"{description} generation")
     unwrapped.train(was_training)
-    return texts
+    return sequences
+
+
+def all_sequences_path(path: Path) -> Path:
+    """Where all num_return_sequences texts go, next to the one-per-example file: generation.txt ->
+    generation_all.txt, out.txt -> out_all.txt."""
+    return path.with_name(f"{path.stem}_all{path.suffix}")
+
+
+def write_generations(path: Path, sequences: list[list[str]]) -> Path | None:
+    """``path`` gets each example's first text, one line per example; when there are several per example, all of
+    them go to all_sequences_path(path), k lines per example, example after example. Returns that file's path."""
+    write_text_atomic(path, "".join(texts[0] + "\n" for texts in sequences))
+    if all(len(texts) == 1 for texts in sequences):
+        return None
+    every = all_sequences_path(path)
+    write_text_atomic(every, "".join(text + "\n" for texts in sequences for text in texts))
+    return every

@@ -43,10 +43,14 @@ def execute(overrides: dict[str, Any], runner: Runner) -> Outcome:
     """Build the config and run it; any failure but a stop request becomes an Outcome.
 
     Runs in worker processes too: the plain ``overrides`` travel there, and the config is built on arrival.
+    The run writes nothing to the console (its project.log has it all): the study prints a line per run.
     """
+    from textbox.utils.logging import silenced_console
+
     started = time.perf_counter()
     try:
-        results = runner(load_config((), overrides))
+        with silenced_console():
+            results = runner(load_config((), overrides))
     except (RunInterrupted, KeyboardInterrupt):
         raise
     except Exception as error:  # a failed run is data for the study, recorded with its traceback

@@ -28,6 +28,7 @@ from textbox.hyper.store import SearchStore, TrialRecord, trial_name
 from textbox.hyper.study import study_directory, study_logger
 from textbox.hyper.summary import write_search_report, write_trials_csv
 from textbox.utils.atomic import write_text_atomic
+from textbox.utils.logging import FILE_ONLY
 
 if TYPE_CHECKING:
     from textbox.hyper.optimizer import Optimizer, Suggestion
@@ -168,7 +169,7 @@ class _TrialLoop:
         self.running[self.tid] = suggestion
         self.tid += 1
         name = trial_name(suggestion.tid)
-        self.logger.info(f"{name} starts: {_format_params(suggestion.params)}")
+        self.logger.info(f"{name} starts: {_format_params(suggestion.params)}", extra=FILE_ONLY)  # study.log only
         return Job(suggestion.tid, trial_overrides(self.run_keys, suggestion.params, self.store.directory, name))
 
     def finish(self, tid: int, outcome: Outcome) -> None:
@@ -187,9 +188,11 @@ class _TrialLoop:
         write_trials_csv(self.store.directory, self.store.records)
         best = self.store.best()
         if error:
-            self.logger.warning(f"{trial_name(tid)} failed after {outcome.seconds:.0f} s: {error}")
+            self.logger.warning(f"{trial_name(tid)} ({_format_params(suggestion.params)}) failed after "
+                                f"{outcome.seconds:.0f} s: {error}")
         else:
-            self.logger.info(f"{trial_name(tid)} finished in {outcome.seconds:.0f} s: score {score:.4g}; best so far "
+            self.logger.info(f"{trial_name(tid)} ({_format_params(suggestion.params)}) finished in "
+                             f"{outcome.seconds:.0f} s: score {score:.4g}; best so far "
                              f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
 
 

@@ -7,11 +7,11 @@ logger: each in-process run re-points the run logger at that run's directory.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from pathlib import Path
 
 from textbox.config import Config, TextBoxUserError
+from textbox.utils.logging import console_handler
 
 _FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -38,8 +38,7 @@ def study_logger(directory: Path, kind: str) -> logging.Logger:
         handler.close()
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
+    console = console_handler()  # lines logged with extra=FILE_ONLY stay in study.log
     log_file = logging.FileHandler(directory / "study.log", encoding="utf-8")
     log_file.setFormatter(logging.Formatter(_FORMAT))
     logger.addHandler(console)

@@ -10,23 +10,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoConfig, AutoTokenizer, EncoderDecoderModel
+from transformers import AutoConfig, AutoTokenizer, EncoderDecoderConfig, EncoderDecoderModel
 
 from textbox.config import Config, TextBoxUserError
 from textbox.data.split import Split
-from textbox.model.loading import from_pretrained, load_config, set_generation_length, set_special_token_ids
+from textbox.model import keys
+from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
+                                   set_special_token_ids)
 
 
 def build(config: Config, train_split: Split | None) -> tuple[EncoderDecoderModel, Any]:
-    """Reload a saved encoder-decoder, or warm-start one from an encoder (config_kwargs apply to both halves)."""
+    """Reload a saved encoder-decoder, or warm-start one from an encoder (config_kwargs apply to both halves);
+    from_scratch keeps the architectures and initialises new weights."""
     path = config.model_path
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, path, **config.tokenizer_kwargs)
+    tokenizer = load_tokenizer(path, config.tokenizer_kwargs)
     saved_config = from_pretrained(AutoConfig.from_pretrained, path)
     if saved_config.model_type == "encoder-decoder":
-        return from_pretrained(EncoderDecoderModel.from_pretrained, path), tokenizer
+        keys.refuse_unhonoured(config, "encoder_decoder", keys.CHECKPOINT)  # validation could not read a hub id
+        _apply_to_halves(saved_config, config.config_kwargs)
+        return load_model(EncoderDecoderModel, path, saved_config, config.from_scratch), tokenizer
     if saved_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={path} holds a {saved_config.model_type!r} encoder-decoder; "
                                f"load it with --model={saved_config.model_type} (bert2bert needs an encoder)")
+    keys.refuse_unhonoured(config, "encoder_decoder", keys.ENCODERS)
     if train_split is None:
         raise TextBoxUserError(f"--model={config.model} from the encoder {path} has an untrained decoder: use "
                                f"--do_train=True, or --model_path=<a run's checkpoint_best> to test a trained one")
@@ -38,16 +44,36 @@ def build(config: Config, train_split: Split | None) -> tuple[EncoderDecoderMode
     if cls is None or sep is None or tokenizer.pad_token_id is None:
         raise TextBoxUserError(f"--model_path={path}: bert2bert needs a tokenizer with [CLS], [SEP] and [PAD] "
                                f"tokens (they start, end and pad targets); this one lacks some")
-    model = from_pretrained(
-        EncoderDecoderModel.from_encoder_decoder_pretrained, path, decoder_pretrained_model_name_or_path=decoder_path,
-        # two separate configs: the decoder's is switched to causal attention with cross-attention
-        encoder_config=load_config(path, config.config_kwargs), decoder_config=decoder_config)
+    encoder_config = load_config(path, config.config_kwargs)
+    if config.from_scratch:
+        model = EncoderDecoderModel(EncoderDecoderConfig.from_encoder_decoder_configs(encoder_config, decoder_config))
+    else:
+        model = from_pretrained(
+            EncoderDecoderModel.from_encoder_decoder_pretrained, path,
+            decoder_pretrained_model_name_or_path=decoder_path,
+            # two separate configs: the decoder's is switched to causal attention with cross-attention
+            encoder_config=encoder_config, decoder_config=decoder_config)
     model.config.vocab_size = model.config.decoder.vocab_size
     model.textbox_warm_started = True  # new cross-attention: efficient methods alone would leave it random
     set_special_token_ids(model, decoder_start_token_id=cls, bos_token_id=cls, eos_token_id=sep,
                           pad_token_id=tokenizer.pad_token_id)
     set_generation_length(model, config.tgt_len)
     return model, tokenizer
+
+
+def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, Any]) -> None:
+    """--config_kwargs over a saved pair: each setting goes to the halves that have it; one that neither half has
+    is an error (as for a warm start, where each half's config refuses unknown settings)."""
+    halves = (saved_config.encoder, saved_config.decoder)
+    unknown = sorted(name for name in settings if not any(name in half.to_dict() for half in halves))
+    if unknown:
+        raise TextBoxUserError(f"--config_kwargs: {', '.join(unknown)} "
+                               f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of either half "
+                               f"({halves[0].model_type!r}, {halves[1].model_type!r}); check the spelling")
+    for half in halves:
+        for name, value in settings.items():
+            if name in half.to_dict():
+                setattr(half, name, value)
 
 
 def _check_decoder(decoder_path: str, decoder_config: Any, tokenizer: Any) -> None:

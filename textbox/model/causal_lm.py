@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import AutoModelForCausalLM, AutoTokenizer, PretrainedConfig, PreTrainedModel
+from transformers import AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
 from textbox.data.split import Split
-from textbox.model.loading import from_pretrained, load_config, set_generation_length, set_special_token_ids
+from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
+                                   set_special_token_ids)
 from textbox.utils.logging import get_logger
 
 
@@ -35,17 +36,14 @@ def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, A
     """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch);
     ``config_kwargs`` override the model config. ``train_split`` is unused: the tokenizer comes with the model."""
     path = config.model_path
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, path, **config.tokenizer_kwargs)
+    tokenizer = load_tokenizer(path, config.tokenizer_kwargs)
     model_config = load_config(path, config.config_kwargs)
     if model_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={path} holds a {model_config.model_type!r} encoder-decoder, not a "
                                f"decoder-only LM; load it with --model={model_config.model_type} "
                                f"(or --model=seq2seq)")
     _check_positions(config, model_config)
-    if config.from_scratch:
-        model = AutoModelForCausalLM.from_config(model_config)
-    else:
-        model = from_pretrained(AutoModelForCausalLM.from_pretrained, path, config=model_config)
+    model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch)
     _complete_special_tokens(model, tokenizer, path)
     embeddings = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > embeddings:

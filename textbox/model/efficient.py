@@ -201,7 +201,9 @@ def _bitfit(model: Any) -> Any:
 
 
 def _is_bias(name: str) -> bool:
-    return name == "bias" or name.endswith(".bias") or name.endswith("_bias")
+    """Linear/norm biases (``.bias``), ``..._bias`` parameters, and torch RNN cells' ``bias_ih_l0``/``bias_hh_l0``."""
+    last = name.rsplit(".", 1)[-1]
+    return last == "bias" or last.endswith("_bias") or last.startswith(("bias_ih_l", "bias_hh_l"))
 
 
 # --- saving ---------------------------------------------------------------------------------------
@@ -356,10 +358,13 @@ def load_saved_model(path: str | Path, like: Any) -> Any:
     """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
     from transformers import GenerationConfig
 
+    from textbox.model.loading import from_pretrained
+
     base_class = type(_inner(like))
+    # through the shared loader: a damaged file is named (exit 2), never a traceback
+    model = from_pretrained(base_class.from_pretrained, str(path), named_by="checkpoint")
     if not is_efficient_checkpoint(path):
-        return base_class.from_pretrained(path)  # a plain model (also a merged LoRA/IA3)
-    model = load_efficient(base_class.from_pretrained, path)
+        return model  # a plain model (also a merged LoRA/IA3)
     # The builder completed special token ids in the base's config; the reloaded base has them from disk.
     for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         if getattr(like.config, name, None) is not None:

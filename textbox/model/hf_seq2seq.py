@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel
+from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
 from textbox.data.split import Split
-from textbox.model.loading import from_pretrained, load_config, set_generation_length, set_special_token_ids
+from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
+                                   set_special_token_ids)
 
 
 def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, Any]:
@@ -15,16 +16,13 @@ def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, A
 
     ``train_split`` is unused: the tokenizer comes with the model.
     """
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, config.model_path, **config.tokenizer_kwargs)
+    tokenizer = load_tokenizer(config.model_path, config.tokenizer_kwargs)
     model_config = load_config(config.model_path, config.config_kwargs)
     if not model_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={config.model_path} holds a {model_config.model_type!r} model, not "
                                f"an encoder-decoder; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, llama), "
                                f"and --model=bert2bert warm-starts an encoder-decoder from an encoder")
-    if config.from_scratch:
-        model = AutoModelForSeq2SeqLM.from_config(model_config)
-    else:
-        model = from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, config.model_path, config=model_config)
+    model = load_model(AutoModelForSeq2SeqLM, config.model_path, model_config, config.from_scratch)
     _complete_special_tokens(model, tokenizer, config.model_path)
     set_generation_length(model, config.tgt_len)
     return model, tokenizer

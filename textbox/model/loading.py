@@ -2,6 +2,7 @@
 refuse typos, and token ids written where both training and ``generate`` read them."""
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
@@ -13,30 +14,73 @@ from textbox.config.errors import TextBoxUserError
 Loaded = TypeVar("Loaded")
 
 
-def from_pretrained(load: Callable[..., Loaded], model_path: str, **kwargs: Any) -> Loaded:
-    """Call a ``from_pretrained`` and turn 'not found / offline' into a message that says what to do."""
+def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: str = "--model_path",
+                    **kwargs: Any) -> Loaded:
+    """Call a ``from_pretrained`` and turn 'not found / offline' and damaged files into a message that names the
+    path (``named_by``: where it came from, e.g. --model_path) and what to do; nothing is written."""
     from textbox.model.efficient import is_efficient_checkpoint, load_efficient
 
-    if is_efficient_checkpoint(model_path):  # an adapter or BitFit biases: loaded onto their base model
-        return load_efficient(load, model_path, **kwargs)
+    named = f"{named_by}={model_path}" if named_by.startswith("--") else f"{named_by} {model_path}"
     local = Path(model_path).expanduser()
-    if not local.exists() and _looks_like_a_path(model_path):
-        raise TextBoxUserError(f"--model_path={model_path}: directory {local} does not exist; give a directory "
-                               f"written by save_pretrained, or a Hugging Face Hub id such as facebook/bart-base")
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise TextBoxUserError(f"--model_path={model_path} has no config.json: give a directory written by "
-                               f"save_pretrained, e.g. a run's saved/<run>/checkpoint_best")
     try:
+        if is_efficient_checkpoint(model_path):  # an adapter or BitFit biases: loaded onto their base model
+            return load_efficient(load, model_path, **kwargs)
+        if not local.exists() and _looks_like_a_path(model_path):
+            raise TextBoxUserError(f"{named}: directory {local} does not exist; give a directory "
+                                   f"written by save_pretrained, or a Hugging Face Hub id such as facebook/bart-base")
+        if local.is_dir() and not (local / "config.json").is_file():
+            raise TextBoxUserError(f"{named} has no config.json: give a directory written by "
+                                   f"save_pretrained, e.g. a run's saved/<run>/checkpoint_best")
         return load(model_path, **kwargs)
-    except OSError as error:
+    except TextBoxUserError:
+        raise
+    except (OSError, ValueError, RuntimeError, _safetensor_error()) as error:
+        damaged = damaged_files(local) if local.is_dir() else []
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if damaged:
+            raise TextBoxUserError(
+                f"{named}: {'; '.join(damaged)}. The checkpoint is damaged (e.g. an interrupted copy or "
+                f"a full disk): restore it from a copy, or write it again (rerun the training, or save_pretrained "
+                f"from the model that wrote it); no file was changed") from error
+        if isinstance(error, RuntimeError) and ("size mismatch" in reason.lower() or "mismatched_sizes" in reason):
+            raise TextBoxUserError(
+                f"{named}: its weights do not fit the model config (tensor shapes differ; transformers' load "
+                f"report above lists them); "
+                f"--config_kwargs cannot change the sizes of a pretrained model: drop those settings, or add "
+                f"--from_scratch=True to train a new model of that shape") from error
+        if isinstance(error, _safetensor_error()):
+            raise TextBoxUserError(f"{named}: its weights cannot be read ({reason}); copy or save the checkpoint "
+                                   f"again") from error
+        if not isinstance(error, OSError):
+            raise
         if local.exists():
-            raise TextBoxUserError(f"--model_path={model_path}: cannot load it ({reason}); give a directory "
+            raise TextBoxUserError(f"{named}: cannot load it ({reason}); give a directory "
                                    f"written by save_pretrained (config.json, weights, tokenizer files)") from error
         raise TextBoxUserError(
-            f"--model_path={model_path} is not a local directory and could not be loaded from the Hugging Face "
+            f"{named} is not a local directory and could not be loaded from the Hugging Face "
             f"Hub ({reason}); give a local model directory, or check the id and allow network access "
             f"(unset HF_HUB_OFFLINE) so that it can be downloaded") from error
+
+
+def _safetensor_error() -> type[Exception]:
+    from safetensors import SafetensorError
+
+    return SafetensorError
+
+
+def damaged_files(directory: Path) -> list[str]:
+    """textbox.model.files' findings (JSON, safetensors), plus pickled weights (.bin) that torch cannot read."""
+    from textbox.model.files import damaged_files as unreadable
+
+    found = unreadable(directory)
+    # weights only: other pickles (a checkpoint_last's optimizer or RNG states) are no model files
+    for path in sorted({*directory.glob("pytorch_model*.bin"), *directory.glob("adapter_model*.bin")}):
+        try:
+            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except (RuntimeError, OSError, ValueError, EOFError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            found.append(f"file {path} is damaged ({reason})")
+    return found
 
 
 def _looks_like_a_path(model_path: str) -> bool:
@@ -44,11 +88,46 @@ def _looks_like_a_path(model_path: str) -> bool:
     return model_path.startswith((".", "/", "~")) or model_path.count("/") > 1
 
 
-def load_config(model_path: str, overrides: Mapping[str, Any]) -> PretrainedConfig:
+def load_config(model_path: str, overrides: Mapping[str, Any],
+                named_by: str = "--model_path") -> PretrainedConfig:
     """The model config at ``model_path`` with ``--config_kwargs`` applied; an unknown key is an error."""
-    config, unused = from_pretrained(AutoConfig.from_pretrained, model_path, return_unused_kwargs=True, **overrides)
+    config, unused = from_pretrained(AutoConfig.from_pretrained, model_path, named_by=named_by,
+                                     return_unused_kwargs=True, **overrides)
     reject_unknown_config_kwargs(unused, config.model_type)
     return config
+
+
+def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig, from_scratch: bool) -> Any:
+    """The checkpoint's weights, or (``--from_scratch=True``) its architecture freshly initialised."""
+    if from_scratch:  # an Auto class builds from a config with from_config, a model class by its constructor
+        return getattr(auto_class, "from_config", auto_class)(model_config)
+    return from_pretrained(auto_class.from_pretrained, model_path, config=model_config)
+
+
+# Keyword arguments of from_pretrained itself (where and how to load), not settings of the tokenizer.
+_LOADING_KWARGS = {"cache_dir", "force_download", "local_files_only", "token", "revision", "subfolder", "use_fast",
+                   "trust_remote_code", "tokenizer_type"}
+
+
+def load_tokenizer(model_path: str, settings: Mapping[str, Any]) -> Any:
+    """``AutoTokenizer.from_pretrained(model_path, **--tokenizer_kwargs)``; a setting the tokenizer does not take
+    (transformers would keep it and do nothing with it) is an error naming it."""
+    from transformers import AutoTokenizer
+
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, model_path, **settings)
+    known = set(_LOADING_KWARGS) | set(getattr(tokenizer, "SPECIAL_TOKENS_ATTRIBUTES", ())) | \
+        {name for name in vars(tokenizer) if not name.startswith("_")}
+    for cls in type(tokenizer).__mro__:
+        if "__init__" in cls.__dict__:
+            parameters = inspect.signature(cls.__dict__["__init__"]).parameters.values()
+            known |= {p.name for p in parameters if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    unknown = sorted(set(settings) - known - {"self"})
+    if unknown:
+        raise TextBoxUserError(f"--tokenizer_kwargs: {', '.join(unknown)} "
+                               f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of the "
+                               f"{type(tokenizer).__name__} at --model_path={model_path} (transformers would keep "
+                               f"{'it' if len(unknown) == 1 else 'them'} unused); check the spelling")
+    return tokenizer
 
 
 def reject_unknown_config_kwargs(unknown: Mapping[str, Any], model_type: str) -> None:

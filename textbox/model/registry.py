@@ -18,17 +18,22 @@ class ModelEntry:
     builder: str  # "module.path:function", imported on first use
     needs_model_path: bool
     description: str
+    family: str  # the row of textbox.model.keys.SUPPORT: which keys its builder honours, where
 
 
 MODELS: dict[str, ModelEntry] = {}
 
 
-def register(name: str, builder: str, needs_model_path: bool, description: str) -> None:
-    """Add a model; a duplicate name is a programming error."""
+def register(name: str, builder: str, needs_model_path: bool, description: str, family: str) -> None:
+    """Add a model; a duplicate name, or a family whose key support is not declared, is a programming error."""
+    from textbox.model.keys import SUPPORT
+
     key = name.lower()
     if key in MODELS:
         raise ValueError(f"model {key!r} is registered twice")
-    MODELS[key] = ModelEntry(key, builder, needs_model_path, description)
+    if family not in SUPPORT:
+        raise ValueError(f"model {key!r}: family {family!r} declares no key support in textbox.model.keys")
+    MODELS[key] = ModelEntry(key, builder, needs_model_path, description, family)
 
 
 def get_builder(name: str) -> Callable[..., Any]:
@@ -40,19 +45,22 @@ def get_builder(name: str) -> Callable[..., Any]:
 
 
 register("transformer", "textbox.model.transformer:build", False,
-         "BART-architecture Transformer trained from scratch, with a byte-level BPE tokenizer trained on train.src/tgt")
+         "BART-architecture Transformer trained from scratch, with a byte-level BPE tokenizer trained on train.src/tgt",
+         "transformer")
 for _name in ("bart", "t5", "mbart", "pegasus", "marian", "led", "blenderbot", "prophetnet", "seq2seq"):
     register(_name, "textbox.model.hf_seq2seq:build", True,
-             "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path")
+             "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path", "seq2seq")
 register("bert2bert", "textbox.model.bert2bert:build", True,
-         "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)")
+         "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)", "encoder_decoder")
 register("encoder_decoder", "textbox.model.bert2bert:build", True,
-         "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) checkpoint")
+         "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) checkpoint",
+         "encoder_decoder")
 # Decoder-only LMs: their targets are tokenised as text + eos (textbox.data.tokenize reads this tuple).
 DECODER_ONLY_MODELS = ("causal_lm", "gpt2", "opt", "llama")
 for _name in DECODER_ONLY_MODELS:
     register(_name, "textbox.model.causal_lm:build", True,
-             "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined")
+             "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined",
+             "causal_lm")
 for _name in ("rnn", "gru", "lstm"):
     register(_name, "textbox.model.rnn:build", False,
-             "RNN encoder-decoder with attention trained from scratch, with the transformer's BPE tokenizer")
+             "RNN encoder-decoder with attention trained from scratch, with the transformer's BPE tokenizer", "rnn")

@@ -46,13 +46,14 @@ from transformers.utils import ModelOutput
 
 from textbox.config import Config, TextBoxUserError
 from textbox.data.split import Split
-from textbox.model.loading import from_pretrained, set_generation_length, set_special_token_ids
+from textbox.model.keys import RNN_SETTINGS, config_settings
+from textbox.model.loading import (from_pretrained, load_config, load_model, set_generation_length,
+                                   set_special_token_ids)
 
 CELLS = ("rnn", "gru", "lstm")
 ATTENTIONS = ("luong", "bahdanau", "none")
 # The settings config_kwargs may change (configs/model/<cell>.yaml documents them); the cell comes from --model.
-SIZE_SETTINGS = ("embedding_size", "hidden_size", "num_layers", "bidirectional", "dropout", "attention",
-                 "tie_embeddings")
+SIZE_SETTINGS = RNN_SETTINGS
 
 
 class RNNSeq2SeqConfig(PretrainedConfig):
@@ -394,15 +395,21 @@ def build(config: Config, train_split: Split | None) -> tuple[RNNSeq2SeqModel, A
     """Reload ``config.model_path`` (an RNN checkpoint, e.g. a run's checkpoint_best) or train the transformer
     model's BPE tokenizer on ``train_split`` and build a fresh model whose cell is ``config.model``."""
     cell = config.model.lower()
-    if config.model_path:
-        model = from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, config.model_path)
-        if not isinstance(model, RNNSeq2SeqModel):
-            raise TextBoxUserError(f"--model_path={config.model_path} holds a {model.config.model_type!r} model, "
+    if config.model_path:  # the config_kwargs the user set apply over the checkpoint's (textbox.model.keys)
+        settings = config_settings(config, "config_kwargs")
+        model_config = load_config(config.model_path, settings)
+        if not isinstance(model_config, RNNSeq2SeqConfig):
+            raise TextBoxUserError(f"--model_path={config.model_path} holds a {model_config.model_type!r} model, "
                                    f"not an RNN encoder-decoder; give the checkpoint of an rnn/gru/lstm run or "
                                    f"choose the --model that matches it")
-        if model.config.cell != cell:
-            raise TextBoxUserError(f"--model_path={config.model_path} is a {model.config.cell} model, not "
-                                   f"{cell}: use --model={model.config.cell}")
+        if model_config.cell != cell:
+            raise TextBoxUserError(f"--model_path={config.model_path} is a {model_config.cell} model, not "
+                                   f"{cell}: use --model={model_config.cell}")
+        try:
+            model_config.validate_settings()
+        except ValueError as error:
+            raise TextBoxUserError(f"--config_kwargs of the {config.model} model: {error}") from error
+        model = load_model(AutoModelForSeq2SeqLM, config.model_path, model_config, config.from_scratch)
         return model, from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
     if train_split is None:
         raise TextBoxUserError(f"model {cell!r} starts untrained: use --do_train=True to train it, or "

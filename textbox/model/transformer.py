@@ -11,20 +11,24 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartF
 
 from textbox.config import Config, TextBoxUserError
 from textbox.data.split import Split
-from textbox.model.loading import from_pretrained, reject_unknown_config_kwargs, set_generation_length
+from textbox.model.keys import config_settings
+from textbox.model.loading import (from_pretrained, load_config, load_model, reject_unknown_config_kwargs,
+                                   set_generation_length)
 from textbox.model.tokenizer import train_bpe_tokenizer
 from textbox.utils.logging import get_logger
 
 DEFAULT_TOKENIZER: dict[str, int] = {"vocab_size": 8000, "min_frequency": 2}
+RNN_MODEL_TYPE = "textbox_rnn"  # textbox.model.rnn's checkpoints: loaded by --model=rnn/gru/lstm
 
 
 def build(config: Config, train_split: Split | None) -> tuple[BartForConditionalGeneration, Any]:
     """Reload ``config.model_path`` as saved, or train a tokenizer on ``train_split`` and build a fresh model.
 
-    config_kwargs and tokenizer_kwargs describe a new model; a checkpoint keeps the settings it was saved with.
+    configs/model/transformer.yaml's config_kwargs and tokenizer_kwargs describe a new model; over a checkpoint
+    only the config_kwargs the user set apply (textbox.model.keys says which keys are honoured where).
     """
     if config.model_path:
-        return _reload(config.model_path), from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
+        return _reload(config), from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
     if train_split is None:
         raise TextBoxUserError("model 'transformer' starts untrained: use --do_train=True to train it, or "
                                "--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
@@ -37,16 +41,22 @@ def build(config: Config, train_split: Split | None) -> tuple[BartForConditional
     return model, tokenizer
 
 
-def _reload(model_path: str) -> Any:
-    """A saved encoder-decoder; anything else (a GPT-2, a BERT) gets a message naming the --model that loads it."""
+def _reload(config: Config) -> Any:
+    """A saved encoder-decoder (its weights, or its architecture anew with from_scratch) with the config_kwargs
+    the user set; anything else (a GPT-2, a BERT) gets a message naming the --model that loads it."""
+    model_path = config.model_path
     try:
-        return from_pretrained(AutoModelForSeq2SeqLM.from_pretrained, model_path)
-    except ValueError as error:
-        if not any(sign in str(error) for sign in ("Unrecognized configuration class", "does not recognize")):
+        model_config = load_config(model_path, config_settings(config, "config_kwargs"))
+    except ValueError as error:  # a model type transformers does not know (e.g. an RNN run's, before rnn.py loads)
+        if not any(sign in str(error) for sign in ("Unrecognized", "does not recognize")):
             raise
+        model_config = None
+    if model_config is None or not model_config.is_encoder_decoder or \
+            model_config.model_type == RNN_MODEL_TYPE:
         raise TextBoxUserError(f"--model_path={model_path} is not an encoder-decoder checkpoint, which --model="
                                f"transformer reloads; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, "
-                               f"llama), an encoder with --model=bert2bert, an RNN with --model=rnn/gru/lstm") from error
+                               f"llama), an encoder with --model=bert2bert, an RNN with --model=rnn/gru/lstm")
+    return load_model(AutoModelForSeq2SeqLM, model_path, model_config, config.from_scratch)
 
 
 def _tokenizer_settings(config: Config) -> dict[str, int]:

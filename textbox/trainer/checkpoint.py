@@ -3,16 +3,18 @@
 checkpoint_best/ and checkpoint-<step>/: save_pretrained model + tokenizer (for testing and sharing); with
 efficient_methods only the adapter (or BitFit's biases) and the base model's path (textbox.model.efficient).
 checkpoint_last/: accelerate's full state (model, optimiser, scheduler, every RNG) + train_state.json,
-everything an exact resume needs.
+everything an exact resume needs. A damaged or missing file there is reported by name (exit 2) before
+training starts, and nothing on disk is touched.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from accelerate import Accelerator
 
+from textbox.config import TextBoxUserError
 from textbox.model.efficient import save_model_files
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
@@ -53,12 +55,96 @@ def find_resume_dir(run_dir: Path) -> Path | None:
     """checkpoint_last, restored first if a kill landed between the two renames of its last save."""
     final = Path(run_dir) / LAST
     restore_interrupted(final)
-    return final if (final / TRAIN_STATE_FILE).is_file() else None
+    return final if final.is_dir() else None
+
+
+def resume_files(accelerator: Accelerator) -> list[str]:
+    """What save_resume_state writes for the Trainer's one model, optimiser and schedule (registered for
+    checkpointing), fp16's gradient scaler, and every process's random states."""
+    return [TRAIN_STATE_FILE, "model.safetensors", "optimizer.bin", "custom_checkpoint_0.pkl",
+            *(["scaler.pt"] if accelerator.scaler is not None else []),
+            *(f"random_states_{index}.pkl" for index in range(accelerator.num_processes))]
+
+
+def check_resume_files(accelerator: Accelerator, path: Path) -> None:
+    """Before anything of the run is touched (its project.log included): every file of checkpoint_last is there
+    and whole. Cheap: the small files are read, the large ones only checked for a complete container (the
+    safetensors header and byte ranges; torch's zip directory, which sits at the end of the file)."""
+    import zipfile
+
+    from textbox.model.files import safetensors_problem
+
+    path = Path(path)
+    for name in resume_files(accelerator):
+        file = path / name
+        if not file.is_file():
+            raise _damaged(file, "missing")
+        if name == TRAIN_STATE_FILE or name.startswith("random_states_"):
+            _read(file, _READERS[file.suffix])
+        elif file.suffix == ".safetensors" and (problem := safetensors_problem(file)):
+            raise _damaged(file, f"damaged ({problem})")
+        elif file.suffix in (".bin", ".pkl", ".pt"):
+            try:
+                with zipfile.ZipFile(file) as archive:
+                    archive.namelist()
+            except (zipfile.BadZipFile, OSError) as error:
+                raise _damaged(file, f"damaged ({type(error).__name__}: {error})") from error
 
 
 def load_resume_state(accelerator: Accelerator, path: Path) -> TrainState:
-    accelerator.load_state(str(path))
-    return TrainState.from_file(Path(path) / TRAIN_STATE_FILE)
+    """accelerate's load_state, then train_state.json. A missing or unreadable file is a TextBoxUserError naming
+    it: accelerate raises a bare library error, or, for the random-state files, carries on silently without them
+    (the resumed run would then differ from an uninterrupted one), so those are read first. Only memory changes."""
+    path = Path(path)
+    check_resume_files(accelerator, path)  # every process checks every file, so that all stop together
+    state = _read(path / TRAIN_STATE_FILE, TrainState.from_file)
+    try:
+        accelerator.load_state(str(path))
+    except Exception as error:
+        for file in sorted(path.iterdir()):  # which file? each is read again on its own (the rare failure path)
+            if file.is_file():
+                _read(file, _READERS.get(file.suffix, lambda _: None))
+        raise error  # every file reads: not a damaged file (e.g. weights of another model); the library's error
+    return state
+
+
+def _torch_load(path: Path, weights_only: bool = True) -> Any:
+    from accelerate.utils import load  # accelerate's own torch.load (weights_only, numpy's RNG state allowed)
+
+    return load(path, map_location="cpu", weights_only=weights_only)
+
+
+def _safetensors_load(path: Path) -> Any:
+    from safetensors.torch import load_file
+
+    return load_file(path)
+
+
+def _custom_state_load(path: Path) -> Any:
+    return _torch_load(path, weights_only=False)  # as accelerate's load_custom_state reads it
+
+
+_READERS: dict[str, Callable[[Path], Any]] = {".safetensors": _safetensors_load, ".bin": _torch_load,
+                                              ".pkl": _torch_load, ".pt": _torch_load, ".json": TrainState.from_file}
+
+
+def _read(file: Path, reader: Callable[[Path], Any]) -> Any:
+    """reader(file), or a TextBoxUserError saying that this file of checkpoint_last is missing or damaged."""
+    if file.name.startswith("custom_checkpoint_"):
+        reader = _custom_state_load
+    try:
+        return reader(file)
+    except Exception as error:  # any reader's failure (truncated, corrupt, wrong content) means the same here
+        reason = " ".join(str(error).split()).split(". ")[0][:200]  # the first sentence says what is wrong
+        raise _damaged(file, f"damaged ({type(error).__name__}: {reason})") from error
+
+
+def _damaged(file: Path, problem: str) -> TextBoxUserError:
+    run_dir = file.parent.parent
+    best = run_dir / BEST
+    alternative = f", or use --model_path={best} to fine-tune from its best weights" if best.is_dir() else ""
+    return TextBoxUserError(f"{run_dir / LAST / file.name} is {problem}; the run cannot continue exactly from "
+                            f"it: start a new run (another --filename){alternative}")
 
 
 def prune_step_checkpoints(run_dir: Path, keep: int) -> None:

@@ -20,14 +20,17 @@ from tqdm.auto import tqdm
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
 from textbox.decoding.compiled import compilation_seconds
-from textbox.evaluator.generate import generate_texts, generation_settings
+from textbox.decoding.engine import DecodingOptions
+from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
+from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.loss import forward_token_losses, target_tokens
 from textbox.trainer.optim import build_optimizer, build_scheduler
 from textbox.trainer.signals import StopRequest, stop_on_signals
-from textbox.trainer.state import TrainState, selection_score
+from textbox.trainer.state import TrainState, improves, selection_score
 from textbox.utils.atomic import restore_interrupted, write_text_atomic
+from textbox.utils.json_numbers import finite_or_null
 
 LOSS_LIKE = ("loss", "perplexity")
 # Page-locked batches copy to a GPU asynchronously; on a CPU-only machine there is nothing to copy.
@@ -63,6 +66,7 @@ class Trainer:
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
+        self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
         if config.decode_compile:
             from textbox.decoding.compiled import with_compiled_decoding
 
@@ -71,6 +75,7 @@ class Trainer:
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
         self._train_forward: Any = model
+        self._last_valid: dict[str, float] = {}  # the latest validation's figures
 
     # --- data ---------------------------------------------------------------------------------
     def eval_loader(self, data: Any) -> DataLoader:
@@ -138,11 +143,10 @@ class Trainer:
                     batches = accelerator.skip_first_batches(train_loader, self.state.batches_in_epoch)
                 for batch_window in accumulation_windows(batches, config.accumulation_steps):
                     compiling_before = compilation_seconds() if config.compile else 0.0
-                    window.add(*self._train_step(batch_window, optimizer))
+                    window.add(*self._train_step(batch_window, optimizer, scheduler))
                     if config.compile:
                         self._note_compilation(compilation_seconds() - compiling_before, window)
                     self.state.batches_in_epoch += len(batch_window)
-                    scheduler.step()
                     self.state.step += 1
                     progress.update(1)
                     if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
@@ -161,10 +165,22 @@ class Trainer:
             if self.state.validated_step != self.state.step:
                 self._validate(valid_loader, valid)  # the final model always competes for checkpoint_best
         progress.close()
-        if valid is None or not self.best_dir.exists():
+        if valid is not None and self.state.best_score is None and self.state.validations:
+            self._best_is_final_model()
+        elif valid is None or not self.best_dir.exists():
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
         self._save_resume_state()  # the final state, for the record
         return self.state
+
+    def _best_is_final_model(self) -> None:
+        """No validation gave a finite score (all NaN/inf: a diverged run). checkpoint_best is then the final
+        model, as in a run without validation, and best_valid/best_step describe its validation; best_score stays
+        None, so that any finite score (after a resume) still wins."""
+        self.logger.warning(f"no validation gave a finite {'+'.join(self.config.metrics_for_best_model)} (all "
+                            f"NaN/inf): checkpoint_best is the final model of step {self.state.step}, chosen by "
+                            f"no validation")
+        self.state.best_step, self.state.best_valid = self.state.validated_step, dict(self._last_valid)
+        checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir)
 
     def _compiled(self, model: torch.nn.Module) -> Any:
         """torch.compile of the training forward only (saving, DDP's no_sync, evaluation and generation keep the
@@ -209,11 +225,12 @@ class Trainer:
                              f"--filename={self.run_dir.name}, or simply --model_path={self.run_dir}",
                              request.exit_code or 130)
 
-    def _train_step(self, batches: list[dict[str, torch.Tensor]],
-                    optimizer: torch.optim.Optimizer) -> tuple[float, int, int]:
+    def _train_step(self, batches: list[dict[str, torch.Tensor]], optimizer: torch.optim.Optimizer,
+                    scheduler: Any) -> tuple[float, int, int]:
         """One optimiser step over an accumulation window. Its gradient is that of the mean token loss over every
-        target token of the window on every process, i.e. exactly one large batch's, however the tokens are spread
-        over batches and processes. Returns this process's (loss sum, target tokens, examples) of finite batches."""
+        target token of the window's finite batches on every process, i.e. exactly one large batch's, however the
+        tokens are spread over batches and processes. Returns this process's (loss sum, target tokens, examples)
+        of finite batches."""
         accelerator = self.accelerator
         window_tokens = max(self._sum_over_processes([sum(target_tokens(batch) for batch in batches)])[0], 1)
         loss_sum, tokens, examples, nonfinite = 0.0, 0, 0, 0
@@ -232,23 +249,47 @@ class Trainer:
                     batch_loss = sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
                 # DDP averages gradients over the processes: the factor turns that average into a sum.
                 accelerator.backward(batch_loss * accelerator.num_processes / window_tokens)
-        self._stop_if_nonfinite(nonfinite)
-        if self.config.grad_clip is not None:
-            accelerator.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        finite_tokens = self._finite_tokens(nonfinite, tokens)
+        if 0 < finite_tokens != window_tokens:
+            # Skipped batches: the backward divided by every token of the window, finite or not; the finite
+            # batches' own count is the right denominator. (The DDP all-reduce is linear: rescaling after it is
+            # the same on every process.)
+            for parameter in self.model.parameters():
+                if parameter.grad is not None:
+                    parameter.grad.mul_(window_tokens / finite_tokens)
+        self._optimizer_step(optimizer, scheduler, updates=finite_tokens > 0)
         return loss_sum, tokens, examples
 
-    def _stop_if_nonfinite(self, nonfinite: int) -> None:
-        """Every process learns whether any saw a NaN/inf loss in this step, so that all stop (or go on) together;
-        stopping happens before the optimiser step and saves nothing, so the checkpoints on disk stay good."""
-        found = int(self._sum_over_processes([nonfinite])[0])
-        if found == 0:
+    def _optimizer_step(self, optimizer: torch.optim.Optimizer, scheduler: Any, updates: bool) -> None:
+        """The update, and the learning-rate schedule only when an update was really made: not when every batch
+        was skipped (``updates`` false: not even weight decay or momentum move the weights), nor when the fp16
+        gradient scaler found inf/NaN gradients and skipped optimizer.step (accelerate's optimizer_step_was_skipped,
+        as transformers' Trainer does); else the schedule would run ahead of the updates."""
+        if updates:
+            if self.config.grad_clip is not None:
+                self.accelerator.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if updates and not self.accelerator.optimizer_step_was_skipped:
+            scheduler.step()
             return
+        self.state.skipped_steps += 1
+        self.logger.debug(f"optimiser step {self.state.step + 1} made no update "
+                          f"({'inf/NaN gradients (fp16 scaler)' if updates else 'every batch skipped'}); "
+                          f"the learning-rate schedule waits")
+
+    def _finite_tokens(self, nonfinite: int, tokens: int) -> int:
+        """The target tokens of finite batches over every process (one all-reduce, which also tells every process
+        whether any saw a NaN/inf loss, so that all stop, or go on, together). Stopping happens before the
+        optimiser step and saves nothing, so the checkpoints on disk stay good."""
+        found, finite_tokens = (int(value) for value in self._sum_over_processes([nonfinite, tokens]))
+        if found == 0:
+            return finite_tokens
         step = self.state.step + 1
         if self.config.skip_nan_batches:
-            self.logger.warning(f"optimiser step {step}: skipped {found} batch(es) with a NaN/inf loss")
-            return
+            self.logger.warning(f"optimiser step {step}: skipped {found} batch(es) with a NaN/inf loss"
+                                + ("" if finite_tokens else "; no batch was left: no update at this step"))
+            return finite_tokens
         if self.resume_step is None:
             kept = "no checkpoint had been saved yet"
         else:
@@ -269,8 +310,9 @@ class Trainer:
         """Loss (token mean) and throughput of every process since the last log line, and an ETA."""
         figures = window.flush(self._sum_over_processes)
         remaining = (total_steps - self.state.step) / max(figures["steps_per_s"], 1e-9)
+        skipped = f" ({self.state.skipped_steps} step(s) without update)" if self.state.skipped_steps else ""
         self.logger.info(f"step {self.state.step}/{total_steps} epoch {epoch + 1} loss {figures['loss']:.4f} "
-                         f"lr {scheduler.get_last_lr()[0]:.2e} {figures['examples_per_s']:.1f} examples/s "
+                         f"lr {scheduler.get_last_lr()[0]:.2e}{skipped} {figures['examples_per_s']:.1f} examples/s "
                          f"{figures['tokens_per_s']:.0f} target tokens/s ETA {_duration(remaining)}")
         self._record({"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures},
                      prefix="train")
@@ -280,7 +322,7 @@ class Trainer:
         self.accelerator.log({f"{prefix}/{k}": v for k, v in row.items() if k != "step"}, step=self.state.step)
         if self.accelerator.is_main_process:
             with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"split": prefix, **row}) + "\n")
+                handle.write(json.dumps(finite_or_null({"split": prefix, **row}), allow_nan=False) + "\n")
 
     # --- validation ---------------------------------------------------------------------------
     def _validate(self, loader: DataLoader | None, valid: EvalSet | None) -> bool:
@@ -290,11 +332,12 @@ class Trainer:
         self.state.validations += 1
         self.state.validated_step = self.state.step
         figures, texts = self.evaluate(loader, valid, "valid")
+        self._last_valid = figures
         score = selection_score(figures, self.config.metrics_for_best_model, self.config)
-        improved = self.state.best_score is None or score > self.state.best_score
+        improved = improves(score, self.state.best_score)
         shown = " ".join(f"{k} {v:.4f}" for k, v in figures.items())
-        self.logger.info(f"validation {self.state.validations} at step {self.state.step}: {shown}"
-                         f"{' (best so far)' if improved else ''}")
+        verdict = " (best so far)" if improved else "" if math.isfinite(score) else " (NaN/inf: cannot be the best)"
+        self.logger.info(f"validation {self.state.validations} at step {self.state.step}: {shown}{verdict}")
         self._record({"step": self.state.step, **figures}, prefix="valid")
         if improved:
             self.state.best_score, self.state.best_step, self.state.best_valid = score, self.state.step, figures
@@ -323,9 +366,10 @@ class Trainer:
         wanted = [m.lower() for m in self.config.metrics_for_best_model]
         if all(m in LOSS_LIKE for m in wanted):
             if "perplexity" in wanted:
-                figures["perplexity"] = math.exp(min(figures["loss"], 700.0))
+                figures["perplexity"] = perplexity_of(figures["loss"])
             return figures, None
-        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, name)
+        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, name,
+                               self.decoding)
         figures.update(self.score(texts, evalset.split, loss=figures["loss"]))
         return figures, texts
 
@@ -368,15 +412,17 @@ class Trainer:
             self.logger.info(f"using {self.best_dir}")
         self.model = self.model.to(self.accelerator.device)
 
-    def test(self, test: EvalSet) -> tuple[dict[str, float], list[str]]:
-        """Score the test split with checkpoint_best when training produced one, else the model as built."""
+    def test(self, test: EvalSet) -> tuple[dict[str, float], list[list[str]]]:
+        """Score the test split with checkpoint_best when training produced one, else the model as built.
+        Returns the scores and each example's generations (num_return_sequences, best first; the first is scored)."""
         self.use_best_model()
         loader = self.eval_loader(test.data)
         loss = self.eval_loss(loader)
         if self.config.pretrain_task:  # pre-training is scored by its (denoising) loss alone: no generation
             return {"loss": loss}, []
-        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
-        return {"loss": loss, **self.score(texts, test.split, loss=loss)}, texts
+        sequences = generate_sequences(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test",
+                                       self.decoding)
+        return {"loss": loss, **self.score([texts[0] for texts in sequences], test.split, loss=loss)}, sequences
 
 
 class _ThroughputWindow:

@@ -1,5 +1,6 @@
 """The run directory: named once for every process, checked writable and roomy enough before training starts,
-and recognised when ``--model_path`` names one (which means: continue that run)."""
+and its config.yaml written. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
+textbox/config/run_config.py.)"""
 from __future__ import annotations
 
 import shutil
@@ -9,37 +10,46 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import Config, TextBoxUserError
-from textbox.trainer.checkpoint import LAST
-
-CONFIG_FILE = "config.yaml"
-
-
-def is_run_directory(path: str | Path | None) -> bool:
-    """A directory a run wrote: its config and a checkpoint_last to continue from."""
-    return path is not None and (Path(path) / CONFIG_FILE).is_file() and (Path(path) / LAST).is_dir()
+from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
+from textbox.config.run_config import RUN_IDENTITY
 
 
-def continue_run_config(config: Config) -> Config:
-    """``--model_path=<run dir>`` (when training) means ``--resume=True`` in that run directory, with the run's
-    config.yaml as a layer under this command line's keys (and its --config_files)."""
-    if not config.do_train or not is_run_directory(config.model_path):
-        return config
+def write_run_config(config: Config, run_dir: Path) -> None:
+    """config.yaml of the run; a resumed run leaves its file untouched when nothing in it changed (a bare
+    --resume=True), and otherwise rewrites it whole and atomically (e.g. with more epochs)."""
+    from textbox.utils.atomic import write_text_atomic
+
+    path = run_dir / CONFIG_FILE
+    text = config.to_yaml()
+    if config.resume and path.is_file() and _settings(path.read_text(encoding="utf-8")) == _settings(text):
+        return  # the same run (saved_dir may be spelled another way: relative, absolute)
+    write_text_atomic(path, text)
+
+
+def _settings(text: str) -> dict[str, Any] | None:
     import yaml
 
-    from textbox.config.loader import load_config
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
 
-    run_dir = Path(config.model_path)
-    saved = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    explicit = {key: config[key] for key in config if config.source_of(key) == "command line"}
-    return load_config(overrides={**explicit, "config_files": [str(run_dir / CONFIG_FILE), *config.config_files],
-                                  "resume": True, "saved_dir": str(run_dir.parent), "filename": run_dir.name,
-                                  # the run's own (None for a from-scratch model): checkpoint_last restores it
-                                  "model_path": saved["model_path"]})
+
+FAILED_MARKER = "FAILED"
 
 
 def prepare_run_dir(config: Config, accelerator: Any) -> Path:
-    """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename; created (or,
-    when resuming, found) and checked writable."""
+    """plan_run_dir then make_run_dir: the run directory named, checked, and created."""
+    run_dir = plan_run_dir(config, accelerator)
+    make_run_dir(run_dir, config, accelerator)
+    return run_dir
+
+
+def plan_run_dir(config: Config, accelerator: Any) -> Path:
+    """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename: checked (free to
+    use, or when resuming found; writable) without creating anything, so that a problem shows before the data
+    and the model are loaded."""
     from accelerate.utils import broadcast_object_list
 
     name = config.filename or f"{config.model}-{config.dataset}-{time.strftime('%Y-%b-%d_%H-%M-%S')}"
@@ -47,15 +57,77 @@ def prepare_run_dir(config: Config, accelerator: Any) -> Path:
     run_dir = Path(config.saved_dir) / name
     problem = None
     if accelerator.is_main_process:
-        if config.resume:
-            if not run_dir.is_dir():
-                problem = f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
-        elif run_dir.exists() and any(run_dir.iterdir()):
-            problem = (f"run directory {run_dir} already holds a run; choose another --filename "
-                       f"(or leave it unset for a timestamped name)")
-        problem = problem or _unwritable(run_dir, config.saved_dir)
+        problem = _occupied(run_dir, config) or _unwritable_ancestor(run_dir, config.saved_dir)
     raise_on_every_process(problem, accelerator)
     return run_dir
+
+
+def make_run_dir(run_dir: Path, config: Config, accelerator: Any) -> None:
+    """Create ``run_dir`` (a failed run's files left in it are removed first) and check it is writable."""
+    problem = None
+    if accelerator.is_main_process:
+        problem = _occupied(run_dir, config)
+        if problem is None and not config.resume and is_failed_run(run_dir):
+            _clear(run_dir)
+        problem = problem or _unwritable(run_dir, config.saved_dir)
+    raise_on_every_process(problem, accelerator)
+
+
+def is_failed_run(run_dir: Path) -> bool:
+    """A run that stopped on an error before its first checkpoint_last: nothing in it to keep or continue."""
+    return (run_dir / FAILED_MARKER).is_file() and not (run_dir / LAST).exists()
+
+
+def mark_failed(run_dir: Path, message: str) -> None:
+    """Say in the run directory that this run failed, and why (a retry with the same name may then reuse it,
+    unless it has a checkpoint_last to continue)."""
+    from textbox.utils.atomic import write_text_atomic
+
+    if run_dir.is_dir():
+        write_text_atomic(run_dir / FAILED_MARKER, message.rstrip("\n") + "\n")
+
+
+def clear_failed_mark(run_dir: Path) -> None:
+    (run_dir / FAILED_MARKER).unlink(missing_ok=True)
+
+
+def _occupied(run_dir: Path, config: Config) -> str | None:
+    if config.resume:
+        if not run_dir.is_dir():
+            return f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
+        if is_failed_run(run_dir):
+            return (f"--resume=True: the run in {run_dir} failed before its first checkpoint_last (see its "
+                    f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without --resume")
+        return None
+    if not run_dir.exists() or not any(run_dir.iterdir()) or is_failed_run(run_dir):
+        return None
+    if (run_dir / FAILED_MARKER).is_file():  # failed after its first checkpoint: continue it, or start elsewhere
+        return (f"run directory {run_dir} holds a failed run with a checkpoint_last (see its {FAILED_MARKER} and "
+                f"project.log); continue it with --resume=True, or choose another --filename")
+    return (f"run directory {run_dir} already holds a run; choose another --filename "
+            f"(or leave it unset for a timestamped name)")
+
+
+def _clear(run_dir: Path) -> None:
+    """Remove what a failed run left (its config.yaml, project.log, event files, ...)."""
+    for entry in run_dir.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _unwritable_ancestor(run_dir: Path, saved_dir: str) -> str | None:
+    """The directory that will hold ``run_dir`` (its nearest existing ancestor) must be writable."""
+    import os
+
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        return None
+    return (f"--saved_dir={saved_dir}: cannot write the run directory {run_dir} ({existing} is not a writable "
+            f"directory); choose a writable --saved_dir")
 
 
 def _unwritable(run_dir: Path, saved_dir: str) -> str | None:
@@ -92,12 +164,16 @@ def check_free_space(run_dir: Path, needed: int, accelerator: Any) -> None:
 
 
 def raise_on_every_process(problem: str | None, accelerator: Any) -> None:
-    """The main process found (or did not find) a problem: every process raises it, none waits forever."""
+    """The main process found (or did not find) a problem: every process raises it (shown once, by the main
+    process), none waits forever."""
     from accelerate.utils import broadcast_object_list
 
     problem = broadcast_object_list([problem])[0]
     if problem:
-        raise TextBoxUserError(problem)
+        error = TextBoxUserError(problem)
+        error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]
+        error.shared = True  # type: ignore[attr-defined]  # raised by every process: see textbox.utils.distributed
+        raise error
     accelerator.wait_for_everyone()
 
 

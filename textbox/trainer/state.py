@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -11,7 +12,11 @@ from typing import Any, Mapping
 class TrainState:
     """Everything about where training stands that a resumed run needs to continue exactly."""
 
-    step: int = 0  # optimiser steps taken
+    # Accumulation windows consumed, i.e. optimiser steps attempted: max_steps, valid_steps and logging_steps
+    # count these (as transformers' global_step does). The learning-rate schedule counts only the updates
+    # really made: a step the fp16 gradient scaler skipped, or whose every batch was NaN/inf, is in
+    # skipped_steps and does not advance the schedule.
+    step: int = 0
     epoch: int = 0  # epochs completed
     batches_in_epoch: int = 0  # batches of the current epoch already consumed (for mid-epoch resume)
     validations: int = 0
@@ -20,6 +25,7 @@ class TrainState:
     best_step: int | None = None
     best_valid: dict[str, float] = field(default_factory=dict)
     stale_validations: int = 0  # validations since the last improvement (early stopping)
+    skipped_steps: int = 0  # steps with no optimiser update (see step)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -41,3 +47,12 @@ def selection_score(figures: Mapping[str, float], names: list[str],
         lower_is_better = name == "loss" or figure_goal(name, options or {}) == "min"
         total += -figures[name] if lower_is_better else figures[name]
     return total
+
+
+def improves(score: float, best: float | None) -> bool:
+    """Whether a validation score becomes the new best. A NaN/inf score never does (a comparison with NaN is
+    always false, so a NaN best would block every later one); a best that is not finite (a state saved before
+    this rule) is beaten by any finite score."""
+    if not math.isfinite(score):
+        return False
+    return best is None or not math.isfinite(best) or score > best

@@ -29,7 +29,8 @@ def test_relative_paths_are_found_from_another_directory(tmp_path, monkeypatch):
     write_dataset(project / "dataset" / "toy", SOURCES, TARGETS)
     (project / "checkpoint").mkdir()
     monkeypatch.chdir(project)  # as run_textbox.py ran: data, model and saved_dir relative to the project
-    write_run(project / "saved" / "run", "dataset/toy", ["x", "y", "z"], saved_dir="saved", model_path="./checkpoint")
+    write_run(project / "saved" / "run", "dataset/toy", ["x", "y", "z"], saved_dir="saved", model="transformer",
+              model_path="./checkpoint")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)

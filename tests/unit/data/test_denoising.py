@@ -213,5 +213,5 @@ def test_pretraining_is_validated_by_loss_on_a_model_with_a_mask_token(data_dir:
     assert "--poisson_lambda must be positive" in text and "--permute_sentence_ratio must be in [0, 1]" in text
     with pytest.raises(ConfigError, match="'t5'.s tokenizer has none"):
         load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=t5", "--model_path=t5-small"])
-    with pytest.raises(ConfigError, match="model 'gpt2' is decoder-only"):
+    with pytest.raises(ConfigError, match="--model=gpt2 is decoder-only"):
         load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gpt2", "--model_path=gpt2"])

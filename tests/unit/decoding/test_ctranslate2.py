@@ -15,11 +15,10 @@ from textbox.config import TextBoxUserError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import Seq2SeqCollator
-from textbox.decoding import engine as engine_module
 from textbox.decoding.ctranslate2_engine import converted_model
 from textbox.decoding.detokenize import one_line
-from textbox.decoding.engine import DecodingOptions, choose_engine, set_run_options
-from textbox.evaluator.generate import generate_texts
+from textbox.decoding.engine import DecodingOptions, choose_engine
+from textbox.evaluator.generate import generate_sequences, generate_texts
 from tests.helpers import _WORDS
 
 EXAMPLES = 120
@@ -66,12 +65,8 @@ def trained(pairs, tmp_path_factory):
 
 @pytest.fixture
 def options(tmp_path):
-    """CTranslate2 options for the test (cache in tmp_path); the process's options are restored after."""
-    before = engine_module.run_options()
-    chosen = DecodingOptions("ctranslate2", "float32", str(tmp_path / "cache"), 0)
-    set_run_options(chosen)
-    yield chosen
-    set_run_options(before)
+    """CTranslate2 options for the test (cache in tmp_path)."""
+    return DecodingOptions("ctranslate2", "float32", str(tmp_path / "cache"), 0)
 
 
 def _trainer(model, tokenizer, run_dir):
@@ -89,8 +84,19 @@ def _decode(trained, pairs, tmp_path, settings, backend):
     trainer = _trainer(model, tokenizer, tmp_path)
     inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
     loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
-    set_run_options(DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
-    return generate_texts(trainer.accelerator, model, tokenizer, loader, dict(settings), "test")
+    return generate_texts(trainer.accelerator, model, tokenizer, loader, dict(settings), "test",
+                          DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
+
+
+def _decode_all(trained, pairs, tmp_path, settings, backend):
+    """Every returned sequence, example after example (num_return_sequences per example)."""
+    model, tokenizer = trained
+    trainer = _trainer(model, tokenizer, tmp_path)
+    inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
+    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    sequences = generate_sequences(trainer.accelerator, model, tokenizer, loader, dict(settings), "test",
+                                   DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
+    return [text for texts in sequences for text in texts]
 
 
 def _reference(trained, pairs, tmp_path, settings):
@@ -129,7 +135,7 @@ def test_each_mapped_setting_changes_outputs_as_transformers_does(trained, pairs
 
 def test_num_return_sequences_gives_that_many_per_example_in_order(trained, pairs, tmp_path, options):
     settings = {"num_beams": 4, "num_return_sequences": 2, "max_new_tokens": 10}
-    ours = _decode(trained, pairs, tmp_path, settings, "ctranslate2")
+    ours = _decode_all(trained, pairs, tmp_path, settings, "ctranslate2")
     model, tokenizer = trained
     with torch.no_grad():  # model.generate itself: its rows are num_return_sequences per example, in order
         ids = model.generate(**tokenizer([source for source, _ in pairs[:EXAMPLES]], return_tensors="pt",

@@ -9,24 +9,16 @@ import pytest
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.causal import CausalLMCollator
-from textbox.decoding import engine as engine_module
-from textbox.decoding.engine import DecodingOptions, set_run_options
+from textbox.decoding.engine import DecodingOptions
 from textbox.evaluator.generate import generate_texts
 from tests.causal_helpers import causal_tokenizer, tiny_model
 from tests.unit.decoding.conftest import SOURCES
 
 
-@pytest.fixture
-def restore_options():
-    before = engine_module.run_options()
-    yield
-    set_run_options(before)
-
-
 @pytest.mark.parametrize("style", ["gpt2", "llama"])
 @pytest.mark.parametrize("settings", [{"max_new_tokens": 6}, {"max_new_tokens": 6, "num_beams": 3},
                                       {"max_new_tokens": 6, "min_new_tokens": 6}])
-def test_generator_continues_prompts_like_transformers(style, settings, tmp_path, restore_options):
+def test_generator_continues_prompts_like_transformers(style, settings, tmp_path):
     from accelerate import Accelerator
 
     from textbox.trainer.loop import Trainer
@@ -39,7 +31,7 @@ def test_generator_continues_prompts_like_transformers(style, settings, tmp_path
     data = [{"input_ids": ids, "labels": ids[:2]} for ids in tokenizer(SOURCES)["input_ids"]]
     texts = {}
     for backend in ("transformers", "ctranslate2"):
-        set_run_options(DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
         texts[backend] = generate_texts(trainer.accelerator, model, tokenizer, trainer.eval_loader(data),
-                                        dict(settings), "test")
+                                        dict(settings), "test", DecodingOptions(backend, "float32",
+                                                                                str(tmp_path / "cache"), 0))
     assert texts["ctranslate2"] == texts["transformers"] and any(texts["transformers"])

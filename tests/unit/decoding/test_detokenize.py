@@ -46,3 +46,14 @@ def test_newlines_inside_a_generation_are_flattened():
     with BackgroundDetokenizer(_Letters()) as detokenizer:
         detokenizer.submit(torch.tensor([[1, 26, 2]]), torch.tensor([0]))
         assert detokenizer.texts(1) == ["a b"]
+
+
+def test_k_rows_per_example_stay_with_their_example_in_order():
+    """num_return_sequences=2: rows 2i and 2i+1 belong to the batch's i-th example (generate's layout)."""
+    with BackgroundDetokenizer(_Letters()) as detokenizer:
+        detokenizer.submit(torch.tensor([[3], [4], [1], [2], [5], [6]]), torch.tensor([1, 0, -1]))
+        detokenizer.submit(torch.tensor([[7], [8]]), torch.tensor([2]))
+        assert detokenizer.sequences(3) == [["a", "b"], ["c", "d"], ["g", "h"]]
+        assert detokenizer.texts(3) == ["a", "c", "g"]
+        with pytest.raises(ValueError, match="3 generated rows for 2 examples"):
+            detokenizer.submit(torch.tensor([[1], [2], [3]]), torch.tensor([0, 1]))

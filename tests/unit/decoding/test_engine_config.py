@@ -11,9 +11,7 @@ from tests.helpers import make_copy_dataset
 
 @pytest.fixture
 def data(tmp_path):
-    before = engine.run_options()
-    yield str(make_copy_dataset(tmp_path / "data"))
-    engine.set_run_options(before)
+    return str(make_copy_dataset(tmp_path / "data"))
 
 
 def _problems(data, **overrides):
@@ -41,7 +39,7 @@ def test_precision_checks(data):
         assert "bfloat16 is not supported by CTranslate2" in _problems(data, decoding_precision="bfloat16")
 
 
-def test_a_valid_config_sets_the_run_options_and_auto_accepts_anything(data):
-    load_config([], {"dataset": "copy", "data_path": data, "decoding_precision": "int8", "model": "gru",
-                     "generation_kwargs": {"repetition_penalty": 1.2}, "seed": 7})
-    assert engine.run_options() == engine.DecodingOptions("auto", "int8", ".cache/textbox", 7)
+def test_a_valid_config_gives_the_run_options_and_auto_accepts_anything(data):
+    config = load_config([], {"dataset": "copy", "data_path": data, "decoding_precision": "int8", "model": "gru",
+                              "generation_kwargs": {"repetition_penalty": 1.2}, "seed": 7})
+    assert engine.DecodingOptions.from_values(config) == engine.DecodingOptions("auto", "int8", ".cache/textbox", 7)

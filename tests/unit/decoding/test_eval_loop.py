@@ -11,7 +11,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import Seq2SeqCollator
 from textbox.decoding.detokenize import one_line
-from textbox.evaluator.generate import generate_texts
+from textbox.evaluator.generate import generate_sequences, generate_texts, write_generations
 from textbox.trainer.loop import Trainer
 from tests.unit.decoding.conftest import SOURCES
 
@@ -40,6 +40,37 @@ def test_sorted_batches_return_dataset_order(tiny_bart, tokenizer, tmp_path, set
             output = tiny_bart.generate(input_ids=torch.tensor([ids]), **settings)
             expected.append(one_line(tokenizer.decode(output[0], skip_special_tokens=True)))
     assert texts == expected
+
+
+@pytest.mark.parametrize("settings", [{"num_beams": 3, "num_return_sequences": 3},
+                                      {"num_beams": 4, "num_return_sequences": 2, "no_repeat_ngram_size": 2}])
+def test_every_returned_sequence_stays_with_its_example(tiny_bart, tokenizer, tmp_path, settings):
+    """k rows per example come back as that example's k texts, in generate's order (best first); the top one is
+    what generate_texts returns. It used to zip n*k rows with n indices."""
+    trainer = _trainer(tiny_bart, tokenizer, tmp_path)
+    inputs = tokenizer(SOURCES)["input_ids"]
+    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    settings = {**settings, "max_new_tokens": 8}
+    sequences = generate_sequences(trainer.accelerator, tiny_bart, tokenizer, loader, settings, "test")
+
+    expected = []
+    with torch.no_grad():
+        for ids in inputs:
+            output = tiny_bart.generate(input_ids=torch.tensor([ids]), **settings)
+            expected.append([one_line(text) for text in tokenizer.batch_decode(output, skip_special_tokens=True)])
+    assert all(len(texts) == settings["num_return_sequences"] for texts in expected)
+    assert sequences == expected
+    assert generate_texts(trainer.accelerator, tiny_bart, tokenizer, loader, settings, "test") == \
+        [texts[0] for texts in expected]
+
+
+def test_generation_files_one_line_per_example_and_k_lines_per_example(tmp_path):
+    sequences = [["a1", "a2"], ["b1", "b2"], ["c1", "c2"]]
+    assert write_generations(tmp_path / "generation.txt", sequences) == tmp_path / "generation_all.txt"
+    assert (tmp_path / "generation.txt").read_text() == "a1\nb1\nc1\n"
+    assert (tmp_path / "generation_all.txt").read_text() == "a1\na2\nb1\nb2\nc1\nc2\n"
+    assert write_generations(tmp_path / "single.txt", [["a"], ["b"]]) is None
+    assert (tmp_path / "single.txt").read_text() == "a\nb\n" and not (tmp_path / "single_all.txt").exists()
 
 
 def test_fillers_add_nothing_to_the_loss_nor_to_the_texts(tiny_bart, tokenizer, tmp_path):

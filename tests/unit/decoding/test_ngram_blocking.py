@@ -1,11 +1,14 @@
-"""In-place n-gram blocking bans exactly what transformers' processor bans, and replaces it only where its
-place among generate's processors cannot change the outputs."""
+"""In-place n-gram blocking bans exactly what transformers' processor bans, at the same place in generate's
+processor list: outputs equal model.generate's with the library's own processor, forced end-of-sequence or not."""
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
 from transformers import GenerationConfig, NoRepeatNGramLogitsProcessor
 
+from textbox.decoding import ngram_blocking
 from textbox.decoding.ngram_blocking import InPlaceNoRepeatNGram, with_in_place_ngram_blocking
 
 
@@ -21,21 +24,73 @@ def test_the_same_scores_as_transformers(size: int, length: int):
         assert torch.isinf(expected).any()  # the case really bans something
 
 
-def test_generate_gives_the_same_outputs(tiny_bart, batch):
-    for settings in ({"num_beams": 3}, {"num_beams": 1, "min_new_tokens": 15}):
-        library = {**settings, "no_repeat_ngram_size": 2, "max_new_tokens": 15}
-        swapped = with_in_place_ngram_blocking(library, tiny_bart.generation_config)
-        assert swapped["no_repeat_ngram_size"] == 0
-        with torch.no_grad():
-            assert torch.equal(tiny_bart.generate(**batch, **library), tiny_bart.generate(**batch, **swapped))
+@pytest.fixture(scope="module")
+def bart_without_forced_eos(tiny_bart):
+    model = copy.deepcopy(tiny_bart)
+    model.generation_config.forced_eos_token_id = None
+    model.config.forced_eos_token_id = None
+    return model
 
 
-def test_replaced_only_where_processor_order_cannot_matter():
+@pytest.fixture
+def in_place_calls(monkeypatch) -> list[int]:
+    """Counts the in-place processor's calls, so that a test knows it really ran."""
+    calls: list[int] = []
+    original = InPlaceNoRepeatNGram.__call__
+
+    def counted(self, input_ids, scores):
+        calls.append(self.ngram_size)
+        return original(self, input_ids, scores)
+
+    monkeypatch.setattr(InPlaceNoRepeatNGram, "__call__", counted)
+    return calls
+
+
+@pytest.mark.parametrize("forced_eos", [True, False], ids=["forced-eos", "no-forced-eos"])
+@pytest.mark.parametrize("num_beams", [1, 3], ids=["greedy", "beam3"])
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_generate_gives_the_same_outputs(tiny_bart, bart_without_forced_eos, batch, in_place_calls, forced_eos,
+                                         num_beams, size):
+    model = tiny_bart if forced_eos else bart_without_forced_eos
+    assert (model.generation_config.forced_eos_token_id is not None) == forced_eos
+    library = {"num_beams": num_beams, "no_repeat_ngram_size": size, "max_new_tokens": 12}
+    swapped = with_in_place_ngram_blocking(library, model.generation_config)
+    assert swapped["custom_generate"] is ngram_blocking.decode_with_in_place_ngram_blocking
+    with torch.no_grad():
+        expected = model.generate(**batch, **library)
+        assert not in_place_calls
+        assert torch.equal(model.generate(**batch, **swapped), expected)
+    assert in_place_calls and set(in_place_calls) == {size}
+
+
+def test_the_forced_eos_case_is_really_tested(tiny_bart, batch):
+    """Blocking applied after forced end-of-sequence (the old order) gives other beams on this model: the test
+    above would catch a processor put in the wrong place."""
+    from transformers import LogitsProcessorList
+
+    library = {"num_beams": 3, "no_repeat_ngram_size": 1, "max_new_tokens": 12}
+    appended = {**library, "no_repeat_ngram_size": 0, "logits_processor": LogitsProcessorList([InPlaceNoRepeatNGram(1)])}
+    with torch.no_grad():
+        assert not torch.equal(tiny_bart.generate(**batch, **library), tiny_bart.generate(**batch, **appended))
+
+
+def test_sampling_gives_the_same_outputs(tiny_bart, batch, in_place_calls):
+    library = {"do_sample": True, "top_k": 0, "no_repeat_ngram_size": 2, "max_new_tokens": 10, "num_return_sequences": 2}
+    swapped = with_in_place_ngram_blocking(library, tiny_bart.generation_config)
+    with torch.no_grad():
+        torch.manual_seed(3)
+        expected = tiny_bart.generate(**batch, **library)
+        torch.manual_seed(3)
+        assert torch.equal(tiny_bart.generate(**batch, **swapped), expected)
+    assert in_place_calls
+
+
+def test_settings_unchanged_where_nothing_is_blocked_or_the_mode_is_another():
     config = GenerationConfig()
     assert with_in_place_ngram_blocking({"num_beams": 4}, config) == {"num_beams": 4}
-    for unsafe in ({"do_sample": True}, {"renormalize_logits": True}, {"return_dict_in_generate": True}):
-        settings = {"no_repeat_ngram_size": 3, **unsafe}
-        assert with_in_place_ngram_blocking(settings, config) == settings
+    assert with_in_place_ngram_blocking({"no_repeat_ngram_size": 0}, GenerationConfig(no_repeat_ngram_size=3)) == \
+        {"no_repeat_ngram_size": 0}
+    with_stop = {"no_repeat_ngram_size": 3, "stop_strings": ["."]}  # a custom loop would not get the tokenizer
+    assert with_in_place_ngram_blocking(with_stop, config) == with_stop
     from_model = with_in_place_ngram_blocking({}, GenerationConfig(no_repeat_ngram_size=3))
-    assert from_model["no_repeat_ngram_size"] == 0
-    assert [type(p).__name__ for p in from_model["logits_processor"]] == ["InPlaceNoRepeatNGram"]
+    assert from_model == {"custom_generate": ngram_blocking.decode_with_in_place_ngram_blocking}

@@ -28,6 +28,7 @@ def fake_run(config) -> dict:
     """Stands in for pipeline.run: a fresh run directory, checkpoint_best when training, figures from the point."""
     run_dir = Path(config.saved_dir) / config.filename
     run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(config.to_yaml())  # as pipeline.run writes it (says the model family)
     CALLS.append({"filename": config.filename, "do_test": config.do_test, "model_path": config.model_path,
                   "point": (config.learning_rate, config.train_batch_size)})
     if not config.do_train:

@@ -1,5 +1,5 @@
-"""The run directory: unwritable or too full disks are reported before training; --model_path=<run dir>
-continues that run."""
+"""The run directory: unwritable or too full disks are reported before training. (--model_path=<run dir>
+continuing that run is resolved by the config loader: tests/unit/config/test_run_layers.py.)"""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from textbox.config import TextBoxUserError, load_config
+from textbox.config import TextBoxUserError
 from textbox.trainer import run_dir as run_dirs
 from tests.unit.trainer.tiny import trainer_config
 
@@ -69,28 +69,3 @@ def test_too_little_free_space_is_reported_with_both_sizes(tmp_path, make_accele
 def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
     assert run_dirs.peak_checkpoint_bytes(100, max_save=0) == 800  # best x2, last (weights + 2 moments) x2
     assert run_dirs.peak_checkpoint_bytes(100, max_save=3) == 1200  # and 3 + 1 checkpoint-<step>
-
-
-def write_run(directory: Path, **keys) -> Path:
-    """A run directory as a run leaves it: config.yaml and checkpoint_last/."""
-    (directory / "checkpoint_last").mkdir(parents=True)
-    (directory / "config.yaml").write_text(load_config([f"--{k}={v}" for k, v in keys.items()]).to_yaml())
-    return directory
-
-
-def test_model_path_to_a_run_directory_continues_that_run(tmp_path):
-    run = write_run(tmp_path / "saved" / "first", learning_rate=0.003, epochs=3, filename="first")
-    config = run_dirs.continue_run_config(load_config([f"--model_path={run}", "--epochs=5"]))
-    assert (config.resume, config.saved_dir, config.filename) == (True, str(tmp_path / "saved"), "first")
-    assert config.model_path is None  # the run's own: its model is rebuilt, then checkpoint_last restores it
-    assert config.learning_rate == 0.003 and config.source_of("learning_rate") == str(run / "config.yaml")
-    assert config.epochs == 5  # this command line wins over the run's config
-
-
-@pytest.mark.parametrize("arguments", [["--do_train=False"], []])
-def test_other_model_paths_are_left_alone(tmp_path, arguments):
-    run = write_run(tmp_path / "run")
-    if not arguments:
-        shutil.rmtree(run / "checkpoint_last")  # a directory without checkpoint_last is not a run to continue
-    config = load_config([f"--model_path={run}", *arguments])
-    assert run_dirs.continue_run_config(config) is config

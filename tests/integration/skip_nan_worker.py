@@ -1,0 +1,60 @@
+"""Worker of test_trainer_defects: one SGD step (lr 1: the update is the gradient) of a tiny BART on 8 examples,
+one of which gives a NaN loss and is skipped (``skip``, run under 2 processes), or on the 7 others alone
+(``alone``, 1 process); the main process saves the updated weights to ``out``.
+
+usage: python skip_nan_worker.py skip|alone OUT TOKENIZER_CACHE
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from transformers import BartConfig, BartForConditionalGeneration
+
+from textbox.data.collate import Seq2SeqCollator
+from textbox.model.tokenizer import train_bpe_tokenizer
+from textbox.trainer import loop
+from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
+
+
+def main(mode: str, out: Path, cache: Path) -> None:
+    torch.set_num_threads(1)
+    tokenizer = train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
+                                    cache_dir=cache, log=lambda _: None)
+    split = reverse_words_split(8, seed=3)
+    sources, targets = tokenizer(split.sources)["input_ids"], tokenizer([t[0] for t in split.targets])["input_ids"]
+    data = [{"input_ids": source, "labels": target} for source, target in zip(sources, targets)]
+    poisoned = data[5]["input_ids"]
+    forward = loop.forward_token_losses
+
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+        if unwrapped.training and batch["input_ids"][0].tolist()[:len(poisoned)] == poisoned:
+            return sums * float("nan"), counts
+        return sums, counts
+
+    loop.forward_token_losses = forward_with_nan
+    if mode == "alone":
+        data, batching = [e for e in data if e["input_ids"] != poisoned], {"train_batch_size": 7}
+    else:  # 8 batches of 1 over 2 processes: one window of 4 on each
+        batching = {"train_batch_size": 1, "accumulation_steps": 4}
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(BartConfig(
+        vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, **TINY_BART))
+    accelerator = Accelerator(cpu=True)
+    config = trainer_config(optimizer="sgd", learning_rate=1.0, skip_nan_batches=True, **batching)
+    run_dir = out.parent / f"run-{mode}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = loop.Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir,
+                           logging.getLogger("textbox.tests"))
+    assert trainer.fit(data, None).step == 1
+    if accelerator.is_main_process:
+        torch.save(dict(accelerator.unwrap_model(trainer.model).named_parameters()), out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))

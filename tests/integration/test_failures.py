@@ -1,0 +1,240 @@
+"""When a run fails: input problems are found before the run directory is made (exit 2, nothing written); a
+failure after it is written to project.log and the run marked FAILED, so that a retry with the same --filename
+reuses the directory (never a finished or resumable run's); with two processes the cause is shown once and every
+process exits; --gpu_id naming missing devices is refused. And the console: no log line on a progress bar's line,
+and a search prints a line per trial while each trial's project.log keeps the detail."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from textbox.cli import run_cli
+from textbox.config import TextBoxError, TextBoxUserError, load_config
+from textbox.trainer import run_dir as run_dirs
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_lines
+
+MAIN_PROCESS = SimpleNamespace(is_main_process=True, wait_for_everyone=lambda: None)
+
+
+@pytest.fixture
+def fresh_accelerate_state():
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+
+
+def a_config(saved: Path, **keys):
+    return load_config([f"--saved_dir={saved}", "--filename=run", *(f"--{k}={v}" for k, v in keys.items())])
+
+
+# --- which directories a new run may take -------------------------------------------------------------------------
+
+def test_a_failed_run_is_replaced_by_a_retry_with_the_same_name(tmp_path, fresh_accelerate_state):
+    run = tmp_path / "run"
+    (run / "checkpoint_best").mkdir(parents=True)
+    for name in ("config.yaml", "project.log"):
+        (run / name).write_text("from the failed run\n")
+    run_dirs.mark_failed(run, "RuntimeError: boom")
+    config = a_config(tmp_path)
+    assert run_dirs.plan_run_dir(config, MAIN_PROCESS) == run
+    assert sorted(p.name for p in run.iterdir()) == ["FAILED", "checkpoint_best", "config.yaml", "project.log"]
+    run_dirs.make_run_dir(run, config, MAIN_PROCESS)  # the failed run's files go only once the new run is ready
+    assert run.is_dir() and list(run.iterdir()) == []
+
+
+def test_a_failed_run_with_a_checkpoint_last_needs_resume_or_another_name(tmp_path, fresh_accelerate_state):
+    run = tmp_path / "run"
+    (run / run_dirs.LAST).mkdir(parents=True)
+    run_dirs.mark_failed(run, "RuntimeError: boom")
+    with pytest.raises(TextBoxUserError, match="holds a failed run with a checkpoint_last .* continue it with "
+                                               "--resume=True, or choose another --filename"):
+        run_dirs.plan_run_dir(a_config(tmp_path), MAIN_PROCESS)
+    assert (run / run_dirs.LAST).is_dir() and (run / "FAILED").is_file()
+
+
+def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tmp_path, fresh_accelerate_state):
+    run = tmp_path / "run"
+    run.mkdir()
+    run_dirs.mark_failed(run, "RuntimeError: boom")
+    with pytest.raises(TextBoxUserError, match="failed before its first checkpoint_last .* start it again without "
+                                               "--resume"):
+        run_dirs.plan_run_dir(a_config(tmp_path, resume=True), MAIN_PROCESS)
+
+
+def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text("{}\n")
+    with pytest.raises(TextBoxUserError, match="already holds a run; choose another --filename"):
+        run_dirs.plan_run_dir(a_config(tmp_path), MAIN_PROCESS)
+    assert (run / "results.json").read_text() == "{}\n"
+
+
+# --- problems found before the run directory is made -----------------------------------------------------------------
+
+def test_a_bad_model_path_fails_before_anything_is_written(tmp_path):
+    data = make_copy_dataset(tmp_path / "copy")
+    (tmp_path / "empty").mkdir()
+    done = run_script(["--model=bart", f"--model_path={tmp_path / 'empty'}", f"--data_path={data}", "--dataset=copy",
+                       "--tracker=none", "--filename=bad"], cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "error: --model_path=" in done.stderr and "has no config.json" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA devices")
+def test_gpu_id_on_a_machine_without_cuda_is_refused_before_anything_is_written(tmp_path):
+    done = run_script(["--gpu_id=5", "--filename=gpu"], cwd=tmp_path, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: --gpu_id=5, but ")
+    assert "no CUDA device is visible; drop --gpu_id to run on the CPU" in done.stderr
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.slow
+def test_a_disk_too_small_for_the_checkpoints_is_found_before_the_directory_is_made(tmp_path, monkeypatch, capsys,
+                                                                                    fresh_accelerate_state):
+    monkeypatch.chdir(tmp_path)
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    usage = SimpleNamespace(total=2**30, used=2**30 - 1024, free=1024)
+    monkeypatch.setattr("textbox.trainer.run_dir.shutil.disk_usage", lambda path: usage)
+    saved = tmp_path / "saved"
+    assert run_cli([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", f"--saved_dir={saved}",
+                    "--filename=run"]) == 2
+    assert "this run's checkpoints need about" in capsys.readouterr().err
+    assert not saved.exists()
+
+
+# --- failures after the run directory exists -------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_run_args(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # tokenizer and data caches under tmp_path
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    return [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=2", f"--saved_dir={tmp_path}",
+            "--filename=run"]
+
+
+def failing(error: BaseException):
+    def train_and_test(*args, **kwargs):
+        raise error
+
+    return train_and_test
+
+
+@pytest.mark.slow
+def test_an_unexpected_error_is_one_console_line_and_a_traceback_in_project_log(tiny_run_args, tmp_path, monkeypatch,
+                                                                                 capsys, fresh_accelerate_state):
+    monkeypatch.setattr("textbox.pipeline._train_and_test", failing(RuntimeError("boom")))
+    assert run_cli(tiny_run_args) == 1
+    console = capsys.readouterr().err
+    log = (tmp_path / "run" / "project.log").read_text()
+    assert console.rstrip().splitlines()[-2:] == [
+        "error: unexpected RuntimeError: boom", f"(the traceback is in {tmp_path / 'run' / 'project.log'})"]
+    assert "Traceback" not in console
+    assert "the run failed: RuntimeError: boom" in log
+    assert "Traceback (most recent call last)" in log and 'raise error' in log
+    assert (tmp_path / "run" / "FAILED").read_text() == "RuntimeError: boom\n"
+
+    monkeypatch.undo()  # the retry, same --filename: the directory is reused, the failure's traces are gone
+    monkeypatch.chdir(tmp_path)
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    assert run_cli(tiny_run_args) == 0
+    run = tmp_path / "run"
+    assert not (run / "FAILED").exists()
+    assert "boom" not in (run / "project.log").read_text()
+    results = json.loads((run / "results.json").read_text())
+    assert results["steps"] == 2 and results["device"] == "cpu" and results["num_processes"] == 1
+
+
+@pytest.mark.slow
+def test_a_framework_error_after_the_directory_exists_is_logged_and_marked(tiny_run_args, tmp_path, monkeypatch,
+                                                                           capsys, fresh_accelerate_state):
+    monkeypatch.setattr("textbox.pipeline._train_and_test", failing(TextBoxError("the disk is full")))
+    assert run_cli(tiny_run_args) == 1
+    assert capsys.readouterr().err.rstrip().splitlines()[-1] == "error: the disk is full"
+    run = tmp_path / "run"
+    assert "ERROR the run failed: the disk is full" in (run / "project.log").read_text()
+    assert "Traceback" not in (run / "project.log").read_text()  # the message explains itself
+    assert (run / "FAILED").read_text() == "the disk is full\n"
+    assert (run / "config.yaml").is_file()
+
+
+# --- two processes, one failure --------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(tmp_path):
+    data = make_copy_dataset(tmp_path / "copy")
+    (tmp_path / "empty").mkdir()  # --model_path with no config.json: the builder refuses it on rank 0
+    args = ["--model=bart", f"--model_path={tmp_path / 'empty'}", f"--data_path={data}", "--dataset=copy",
+            "--tracker=none", "--filename=two"]
+    single = run_script(args, cwd=tmp_path, timeout=300)
+    message = single.stderr.strip().splitlines()[-1]
+    assert single.returncode == 2 and message.startswith("error: ")
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert done.stderr.count(message) == 1, done.stderr[-3000:]
+    assert "gloo" not in done.stderr.lower()
+    assert "terminate called" not in done.stderr
+    # The only traceback is the launcher's own report that a child exited non-zero; none comes from our processes.
+    assert done.stderr.count("Traceback") == done.stderr.count("ChildFailedError:") <= 1
+    assert f'File "{PROJECT_ROOT / "textbox"}' not in done.stderr
+    assert "exitcode  : 2" in done.stderr  # the process that did not fail exits with the failure's code, not a crash
+    assert not (tmp_path / "saved").exists()
+
+
+# --- the console ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_runs_console_never_mixes_a_bar_and_a_log_line(tmp_path):
+    data = make_copy_dataset(tmp_path / "copy")
+    done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=24",
+                       "--logging_steps=2", "--filename=console"], cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    console = done.stdout + done.stderr
+    lines = visible_lines(console)
+    assert sum(bool(LOG_LINE.search(line)) and "step " in line for line in lines) >= 10  # the step lines
+    assert "train:" in console and BAR.search(console)  # and the bars, drawn between them
+    assert mixed_lines(console) == []
+    assert "Warning" not in console and "[transformers]" not in console
+
+
+@pytest.mark.slow
+def test_a_search_prints_a_line_per_trial_and_each_trial_logs_in_full(tmp_path):
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    space = tmp_path / "lr.space"
+    space.write_text("learning_rate choice [1e-3, 3e-3]\n")
+    done = run_script([f"--space={space}", "--algo=exhaustive", "--filename=search", *TINY_MODEL_ARGS,
+                       f"--data_path={data}", "--dataset=copy", "--max_steps=4"], cwd=tmp_path, timeout=600,
+                      script="run_hyper.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    search = tmp_path / "saved" / "search"
+    summary = (search / "summary.md").read_text()
+    assert done.stdout.strip() == summary.strip()  # stdout: the summary alone
+    study_lines = done.stderr.strip().splitlines()
+    assert len(study_lines) <= 4 + 2 * 2, done.stderr
+    assert sum("finished in" in line for line in study_lines) == 2
+    assert not any(BAR.search(line) or "step " in line for line in study_lines)
+    for trial in ("trial-000", "trial-001"):
+        log = (search / trial / "project.log").read_text()
+        assert "training: 32 examples" in log and "step 4/4" in log and "run directory" in log
+    assert "trial-000 starts" in (search / "study.log").read_text()

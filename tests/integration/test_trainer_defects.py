@@ -1,0 +1,58 @@
+"""Trainer defects seen from outside: resuming from a damaged checkpoint_last; skipped NaN batches under 2 processes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+
+pytestmark = pytest.mark.slow
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(run_dir)): path.read_bytes() for path in sorted(run_dir.rglob("*")) if path.is_file()}
+
+
+def test_resuming_from_damaged_weights_names_the_file_and_changes_nothing(tmp_path: Path):
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    args = [*TINY_MODEL_ARGS, "--dataset=copy", f"--data_path={data}", "--epochs=1", "--filename=run",
+            f"--saved_dir={tmp_path / 'saved'}"]
+    finished = run_script(args, cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    run_dir = tmp_path / "saved" / "run"
+    weights = run_dir / "checkpoint_last" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])  # a copy cut short
+    before = _files(run_dir)
+
+    resumed = run_script([*args, "--resume=True"], cwd=tmp_path)
+
+    assert resumed.returncode == 2, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr
+    assert (f"error: {weights} is damaged (" in resumed.stderr
+            and f"start a new run (another --filename), or use --model_path={run_dir / 'checkpoint_best'} to "
+                "fine-tune from its best weights" in resumed.stderr), resumed.stderr[-3000:]
+    assert _files(run_dir) == before  # not a byte changed, nothing added (project.log and FAILED included)
+
+
+def test_a_skipped_nan_batch_leaves_the_two_process_update_of_the_others_alone(tmp_path: Path):
+    """The finite-token denominator is summed over both processes: one step over 8 examples on 2 processes,
+    one of them NaN and skipped, updates the weights exactly as one step over the 7 others on one process
+    (max difference 0.059 when the skipped batch's tokens stayed in the denominator)."""
+    import torch
+
+    worker = [str(Path(__file__).with_name("skip_nan_worker.py"))]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
+           "ACCELERATE_USE_CPU": "true"}
+    outputs = {mode: tmp_path / f"{mode}.pt" for mode in ("alone", "skip")}
+    for mode, launcher in (("alone", [sys.executable]), ("skip", accelerate_two_cpu_processes())):
+        done = subprocess.run([*launcher, *worker, mode, str(outputs[mode]), str(tmp_path / "cache")], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    alone, skipped = (torch.load(outputs[mode]) for mode in ("alone", "skip"))
+    for name, value in alone.items():
+        torch.testing.assert_close(skipped[name], value, rtol=1e-5, atol=1e-7, msg=name)

@@ -1,0 +1,112 @@
+"""A run's own config.yaml as a layer: when resuming it (the whole config), and when ``--model_path`` is one of its
+checkpoints (the model family and the settings that decide what the model reads and writes).
+
+Standard library and yaml only: the config layer must not import the trainer (which writes these directories).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUN_CONFIG = "config.yaml"
+LAST_CHECKPOINT = "checkpoint_last"  # textbox/trainer/checkpoint.py: LAST
+_CHECKPOINT_NAME = re.compile(r"checkpoint_best|checkpoint_last|checkpoint-\d+")
+
+# Keys that name a run rather than describe it: never taken from another run's config.yaml.
+RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
+# Testing or generating from <run>/checkpoint_*: what the model reads and writes follows the run that trained it
+# (the checkpoint holds the weights, config_kwargs and tokenizer already; the data, metrics and optimiser are
+# this command's own).
+CHECKPOINT_SETTINGS = ("model", "src_len", "tgt_len", "truncate", "prefix_prompt", "suffix_prompt",
+                       "generation_kwargs")
+# What a resumed run may change: how long it trains, what it reports and tests, where it runs. Anything else
+# (model, data, optimiser, schedule, seed, batching) would make the continued run a different run.
+RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test", "metrics", "eval_batch_size",
+                     "eval_max_tokens", "num_workers", "gpu_id", "find_unused_parameters", "max_save",
+                     "decode_compile", "input_file", "output_file", "cache_dir", "lower_evaluation",
+                     "bleu_max_ngrams", "bleu_tokenize", "rouge_max_ngrams", "rouge_use_stemmer",
+                     "distinct_max_ngrams", "novelty_max_ngrams", "bert_score_model_path", "bert_score_num_layers",
+                     "multiref_strategy")
+
+
+def holds_run(path: str | Path | None) -> bool:
+    """A directory a run wrote (its config.yaml is there)."""
+    return path is not None and (Path(path).expanduser() / RUN_CONFIG).is_file()
+
+
+def is_run_directory(path: str | Path | None) -> bool:
+    """A run that can be continued: its config.yaml and a checkpoint_last."""
+    return holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
+
+
+def run_of_checkpoint(path: str | Path | None) -> Path | None:
+    """The run directory that wrote checkpoint ``path`` (checkpoint_best, checkpoint_last, checkpoint-<step>)."""
+    if path is None:
+        return None
+    local = Path(path).expanduser()
+    if local.is_dir() and _CHECKPOINT_NAME.fullmatch(local.resolve().name) and holds_run(local.resolve().parent):
+        return local.resolve().parent
+    return None
+
+
+@dataclass
+class RunLayer:
+    """The layer a run's config.yaml contributes, where it comes from, and what it implies."""
+
+    origin: str
+    values: dict[str, Any]
+    saved: dict[str, Any] = field(default_factory=dict)  # the whole saved config (resume: to compare against)
+    resuming: bool = False
+    implied: dict[str, Any] = field(default_factory=dict)  # keys a --model_path=<run dir> sets
+    implied_origin: str = ""
+
+
+def read_run_config(run_dir: Path, read_yaml: Any, problems: list[str]) -> dict[str, Any] | None:
+    """The saved config of ``run_dir`` (None, with a problem, when it is missing or unreadable)."""
+    path = run_dir / RUN_CONFIG
+    if not path.is_file():
+        problems.append(f"{run_dir} has no {RUN_CONFIG}: it is not a run directory written by run_textbox.py")
+        return None
+    found = len(problems)
+    saved = read_yaml(path, problems, required=True)
+    return saved if len(problems) == found else None
+
+
+def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: dict[str, Any]) -> RunLayer | None:
+    """Continue ``run_dir``: its whole config.yaml (but the run-identity keys) is the base layer."""
+    saved = read_run_config(run_dir, read_yaml, problems)
+    if saved is None:
+        return None
+    values = {key: value for key, value in saved.items() if key not in RUN_IDENTITY}
+    if "model_path" in implied:
+        implied["model_path"] = saved.get("model_path")  # the run's own base (None: built from scratch)
+    return RunLayer(str(run_dir / RUN_CONFIG), values, saved, resuming=True, implied=implied)
+
+
+def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], training: bool) -> RunLayer | None:
+    """``--model_path=<run>/checkpoint_*``: the run's model family always; when testing or generating (not
+    training), also the settings that decide what the model reads and writes (lengths, prompts, generation)."""
+    saved = read_run_config(run_dir, read_yaml, problems)
+    if saved is None:
+        return None
+    keys = () if training else CHECKPOINT_SETTINGS[1:]  # the model: the loader's family layer (from run config)
+    return RunLayer(str(run_dir / RUN_CONFIG), {key: saved[key] for key in keys if key in saved}, saved)
+
+
+def resume_changes(values: dict[str, Any], sources: dict[str, str], layer: RunLayer, where: Any) -> list[str]:
+    """Every key this command changes in a resumed run that it may not change."""
+    problems = []
+    for key, saved in layer.saved.items():
+        if key in RUN_IDENTITY or key in RESUME_MAY_CHANGE or key not in values:
+            continue
+        now = values[key]
+        if isinstance(now, tuple):
+            now = list(now)
+        if now != saved and sources.get(key) != layer.origin:
+            problems.append(f"{where(key)}={values[key]!r} differs from {saved!r} in the run being resumed "
+                            f"({layer.origin}): a resumed run keeps its model, data and optimiser settings; drop it "
+                            f"(or start a new run). A resume may change only "
+                            f"{', '.join(RESUME_MAY_CHANGE[:6])} and other reporting keys")
+    return problems

@@ -1,0 +1,283 @@
+"""Which model-related keys each model family's builder honours: one declared table, checked before any build.
+
+The rule is that no key is ever silently ignored. Each family (a registry entry's ``family``) declares, for each
+situation its builder meets (a new model, a checkpoint reloaded, encoders to warm-start from), every key it
+honours and, for every key it cannot honour, a refusal that says what to do. ``problems`` turns a configuration
+into the refusals that apply (config validation calls it, so they come before anything is built or written);
+``refuse_unhonoured`` is the same check for a builder that only learns its situation on loading (a hub id whose
+config could not be read during validation). docs/model_keys.md is ``render_table()``.
+
+A key counts as *set* when it differs from its schema default and from the value the family's own yaml
+(configs/model/<model>.yaml) gives it: that yaml describes a new model (the transformer's sizes, its BPE
+settings), so its values are not a request to change a checkpoint. For dict keys the settings are compared one
+by one (``set_settings``): ``--config_kwargs={'dropout': 0.2}`` sets dropout only, even though the merged dict
+also holds the yaml's sizes.
+
+Standard library only (plus yaml): textbox.config.validate imports this module.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+HONOURED = "honoured"
+
+# Situations: what --model_path holds for the family's builder.
+NEW = "new model"  # no --model_path: a model built from nothing (transformer, rnn/gru/lstm)
+CHECKPOINT = "checkpoint"  # --model_path: a saved model of the family, loaded (or re-initialised: from_scratch)
+ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started from an encoder (and a decoder)
+
+# The keys the table covers, in the order of docs/model_keys.md. efficient_methods is split by method kind:
+# families differ on peft's layer methods, its prompt methods and BitFit.
+LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
+    "efficient_methods: bitfit"
+TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
+              "pretrain_task", "decode_compile", "label_smoothing")
+PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
+
+# Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
+BPE_SETTINGS = ("vocab_size", "min_frequency")
+# The settings config_kwargs may change in an RNN (configs/model/<cell>.yaml documents them).
+RNN_SETTINGS = ("embedding_size", "hidden_size", "num_layers", "bidirectional", "dropout", "attention",
+                "tie_embeddings")
+# The denoising knobs (textbox.data.denoising), read only with pretrain_task=denoising.
+DENOISING_KEYS = ("mask_ratio", "poisson_lambda", "permute_sentence_ratio")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a key cannot be honoured and what to do instead; ``unless`` waives it (e.g. a setting that makes
+    it possible). ``message`` may name {model} and {path}."""
+
+    message: str
+    unless: Callable[[Mapping[str, Any]], bool] | None = None
+    unless_text: str = ""  # the waiving setting, for the table
+
+
+Support = str | Refusal  # HONOURED or a Refusal
+
+_NO_DECODER = Refusal("is for --model=encoder_decoder (or bert2bert), which pairs an encoder with a decoder "
+                      "checkpoint; --model={model} has no separate decoder: drop it")
+_RELOADED_TOKENIZER = Refusal("sets how --model={model} trains a new BPE tokenizer, but --model_path={path} "
+                              "comes with its own, used as saved: drop --tokenizer_kwargs (or drop --model_path to "
+                              "train a new model)")
+_RNN_PEFT = Refusal("with lora/ia3 needs the layers to adapt, and peft has no default ones for an RNN: name them "
+                    "with --efficient_kwargs={{'target_modules': [...]}} (its linear layers: memory, bridge, "
+                    "attention_key, combine), or use --efficient_methods=['bitfit']",
+                    unless=lambda values: "target_modules" in values["efficient_kwargs"],
+                    unless_text="efficient_kwargs names target_modules")
+_RNN_PROMPTS = Refusal("with a prompt method cannot apply: peft's prompt methods feed virtual tokens to attention "
+                       "layers, which an RNN has not: use --efficient_methods=['bitfit'] (or ['lora'] with "
+                       "target_modules)")
+_RNN_COMPILE = Refusal("needs a key/value cache, and --model={model} keeps a recurrent state instead: transformers "
+                       "would skip the static cache and the compilation; drop --decode_compile")
+_NEW_CROSS_ATTENTION = Refusal("would leave the new, random cross-attention of a model warm-started from encoder "
+                               "checkpoints untrained: add --efficient_unfreeze_model=True, or fine-tune it first "
+                               "and tune its checkpoint_best",
+                               unless=lambda values: values["efficient_unfreeze_model"],
+                               unless_text="efficient_unfreeze_model=True")
+_NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model={model} is decoder-only: "
+                        "drop --pretrain_task or choose an encoder-decoder model")
+
+_FROM_NOTHING: dict[str, Support] = {
+    "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
+    "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
+    "pretrain_task": HONOURED, "decode_compile": HONOURED, "label_smoothing": HONOURED,
+}
+_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "decode_compile": _RNN_COMPILE}
+
+SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
+    "transformer": {
+        NEW: _FROM_NOTHING,
+        CHECKPOINT: {**_FROM_NOTHING, "tokenizer_kwargs": _RELOADED_TOKENIZER},
+    },
+    "rnn": {
+        NEW: {**_FROM_NOTHING, **_RNN},
+        CHECKPOINT: {**_FROM_NOTHING, **_RNN, "tokenizer_kwargs": _RELOADED_TOKENIZER},
+    },
+    "seq2seq": {CHECKPOINT: _FROM_NOTHING},
+    "causal_lm": {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING}},
+    "encoder_decoder": {
+        ENCODERS: {**_FROM_NOTHING, "decoder_model_path": HONOURED, LORA_IA3: _NEW_CROSS_ATTENTION,
+                   PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION},
+        CHECKPOINT: {**_FROM_NOTHING, "decoder_model_path": Refusal(
+            "is the decoder to warm-start from, but --model_path={path} is a saved encoder-decoder that holds its "
+            "decoder already: drop --decoder_model_path (or give encoder checkpoints to warm-start a new pair)")},
+    },
+}
+
+# What "honoured" means where it is not obvious (docs/model_keys.md prints these under the table).
+NOTES = {
+    ("transformer", CHECKPOINT, "from_scratch"): "the checkpoint's architecture and tokenizer, new weights",
+    ("transformer", CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config "
+                                                  "(a size change is an error); the yaml's sizes do not",
+    ("transformer", NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
+    ("rnn", NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
+    ("rnn", CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
+    ("encoder_decoder", ENCODERS, "from_scratch"): "both halves' architectures, new weights",
+    ("encoder_decoder", ENCODERS, "config_kwargs"): "applied to both halves",
+    ("encoder_decoder", CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",
+}
+
+
+def situation(family: str, values: Mapping[str, Any]) -> str | None:
+    """Which situation of ``family``'s builder this config puts it in; None when that depends on a checkpoint
+    that cannot be read here (a hub id): the builder then checks with ``refuse_unhonoured``."""
+    path = values["model_path"]
+    if path and (Path(path).expanduser() / "config.yaml").is_file() and \
+            not (Path(path).expanduser() / "config.json").is_file():
+        return None  # a run directory: continued with its own config.yaml, which is checked when loaded
+    if family in ("transformer", "rnn"):
+        return CHECKPOINT if path else NEW
+    if family != "encoder_decoder":
+        return CHECKPOINT
+    if not path:
+        return None
+    directory = Path(path).expanduser()
+    if (directory / "adapter_config.json").is_file() or (directory / "bitfit_config.json").is_file():
+        return CHECKPOINT  # efficient tuning of a warm-started pair needs it saved first
+    try:
+        model_type = json.loads((directory / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None  # a hub id, or a damaged file that loading reports by name
+    return CHECKPOINT if model_type == "encoder-decoder" else ENCODERS
+
+
+def family_yaml_values(model: str) -> dict[str, Any]:
+    """The values configs/model/<model>.yaml gives (empty when it has none or cannot be read)."""
+    import yaml
+
+    from textbox.config.loader import CONFIG_DIR
+
+    try:
+        loaded = yaml.safe_load((CONFIG_DIR / "model" / f"{model.lower()}.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def set_settings(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> dict[str, Any]:
+    """The entries of dict key ``name`` that were asked for: not the default and not the family yaml's."""
+    value = values[name]
+    if sources.get(name, "default") == "default":
+        return {}
+    from textbox.config.schema import DEFAULTS
+
+    given = family_yaml_values(values["model"]).get(name)
+    given = {**DEFAULTS[name], **(given if isinstance(given, dict) else {})}
+    return {key: item for key, item in value.items() if key not in given or given[key] != item}
+
+
+def config_settings(config: Any, name: str) -> dict[str, Any]:
+    """``set_settings`` of a Config (what a builder applies over a checkpoint's own settings)."""
+    values = dict(config.items())
+    return set_settings(values, {key: config.source_of(key) for key in values}, name)
+
+
+def is_set(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> bool:
+    """Whether key ``name`` was asked for (see the module docstring)."""
+    from textbox.config.schema import DEFAULTS
+
+    if isinstance(values[name], dict):
+        return bool(set_settings(values, sources, name))
+    if values[name] == DEFAULTS[name] or sources.get(name, "default") == "default":
+        return False
+    yaml_values = family_yaml_values(values["model"])
+    return name not in yaml_values or yaml_values[name] != values[name]
+
+
+def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
+             where: Callable[[str], str], known_situation: str | None = None) -> list[str]:
+    """Every key set in ``values`` that ``family``'s builder cannot honour, as messages naming the key, the
+    model and what to do; plus settings outside the fixed sets the new-model builders take."""
+    found = []
+    for key in DENOISING_KEYS:
+        if values["pretrain_task"] is None and is_set(values, sources, key):
+            found.append(f"{where(key)} is a setting of denoising pre-training and is read only with "
+                         f"--pretrain_task=denoising: add it, or drop --{key}")
+    if values["decode_compile"] and "prefix-tuning" in [method.lower() for method in values["efficient_methods"]]:
+        found.append(f"{where('decode_compile')} cannot decode a prefix-tuned model: its prefixes are keys/values "
+                     f"that the static cache of compiled decoding does not take (generation fails with a size "
+                     f"mismatch); drop --decode_compile, or use another method")
+    current = known_situation or situation(family, values)
+    if current is None:
+        return found
+    model, path = values["model"].lower(), values["model_path"]
+    for key, support in SUPPORT[family][current].items():
+        if isinstance(support, Refusal) and _asked(key, values, sources) and \
+                not (support.unless and support.unless(values)):
+            name = key.split(":")[0]
+            found.append(f"{where(name)} {support.message.format(model=model, path=path)} "
+                         f"[--model={model}, {current}]")
+    found.extend(_settings_problems(family, current, values, sources, where))
+    return found
+
+
+def refuse_unhonoured(config: Any, family: str, known_situation: str) -> None:
+    """The builder's own check, once loading has shown its situation: a TextBoxUserError listing the refusals."""
+    from textbox.config.errors import ConfigError
+
+    values = dict(config.items())
+    sources = {key: config.source_of(key) for key in values}
+    found = problems(family, values, sources, lambda name: f"--{name}", known_situation)
+    if found:
+        raise ConfigError(found)
+
+
+def _asked(key: str, values: Mapping[str, Any], sources: Mapping[str, str]) -> bool:
+    methods = [method.lower() for method in values["efficient_methods"]]
+    if key == LORA_IA3:
+        return any(method in ("lora", "ia3") for method in methods)
+    if key == PROMPTS:
+        return any(method in PROMPT_METHODS for method in methods)
+    if key == BITFIT:
+        return "bitfit" in methods
+    if key in ("decode_compile", "from_scratch"):
+        return bool(values[key])
+    if key in ("decoder_model_path", "pretrain_task"):
+        return values[key] is not None
+    return is_set(values, sources, key)
+
+
+def _settings_problems(family: str, current: str, values: Mapping[str, Any], sources: Mapping[str, str],
+                       where: Callable[[str], str]) -> list[str]:
+    """Dict keys whose accepted settings are a fixed list: an unknown one is refused by name, before the build."""
+    found = []
+    if family in ("transformer", "rnn") and current == NEW:
+        unknown = sorted(set(values["tokenizer_kwargs"]) - set(BPE_SETTINGS))
+        if unknown:
+            found.append(f"{where('tokenizer_kwargs')}: {', '.join(unknown)} not understood by the BPE tokenizer "
+                         f"that --model={values['model'].lower()} trains; it takes {' and '.join(BPE_SETTINGS)}")
+    if family == "rnn":
+        settings = values["config_kwargs"] if current == NEW else set_settings(values, sources, "config_kwargs")
+        if "cell" in settings:
+            found.append(f"{where('config_kwargs')}: 'cell' is chosen by the model name: use --model=rnn, gru "
+                         f"or lstm")
+        unknown = sorted(set(settings) - set(RNN_SETTINGS) - {"cell"})
+        if unknown:
+            found.append(f"{where('config_kwargs')}: {', '.join(unknown)} "
+                         f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of the "
+                         f"{values['model'].lower()} model; it takes {', '.join(RNN_SETTINGS)}")
+    return found
+
+
+def render_table() -> str:
+    """docs/model_keys.md's table: one row per (family, situation), one column per key."""
+    lines = ["| family (--model) | situation | " + " | ".join(TABLE_KEYS) + " |",
+             "|---|---|" + "---|" * len(TABLE_KEYS)]
+    for family, situations in SUPPORT.items():
+        for current, supports in situations.items():
+            cells = []
+            for key in TABLE_KEYS:
+                support = supports[key]
+                if isinstance(support, Refusal):
+                    cell = f"refused unless {support.unless_text}" if support.unless else "**refused**"
+                else:
+                    cell = "yes"
+                if (family, current, key) in NOTES:
+                    cell += f" ({NOTES[(family, current, key)]})"
+                cells.append(cell)
+            lines.append(f"| {family} | {current} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
