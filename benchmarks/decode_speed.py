@@ -1,20 +1,27 @@
 """Decoding throughput of this framework against a plain loop over ``model.generate``, with the same weights.
 
-Ours: Trainer.eval_loader (length-sorted batches) and generate_texts (cross-attention once per source under beam
-search, in-place n-gram blocking, detokenisation on a background thread). Plain: the test split in dataset order,
-the same number of examples per batch, ``model.generate`` then ``batch_decode``. Same inputs (the framework's
-tokenisation), same generation settings, fp32. Greedy and beam-search runs of both alternate for --repeats
-rounds; figures are medians of examples/s, with the number of outputs that differ and the BLEU of each.
+Ours: Trainer.eval_loader (length-sorted batches) and generate_texts, on each engine: transformers
+(``--decoding_backend=transformers``: cross-attention once per source under beam search, in-place n-gram
+blocking, detokenisation on a background thread) and CTranslate2 (``--decoding_backend=ctranslate2``) in float32
+and int8. Plain: the test split in dataset order, the same number of examples per batch, ``model.generate`` then
+``batch_decode``. Same inputs (the framework's tokenisation), same generation settings. Greedy and beam-search
+runs of every decoder alternate for --repeats rounds; figures are medians of examples/s, with the number of
+outputs that differ from the plain loop's and the BLEU of each. The CTranslate2 conversion (once per precision,
+cached) happens in the warm-up and is reported apart. --write_doc puts the table into docs/speedups.md.
+
+With --large, the model is a d_model 512, 6+6 layers BART with random weights (the trained model's tokenizer)
+and every output forced to --large_tokens tokens, so that speed does not depend on what it says.
 
 Without --model_path, the framework first trains its default transformer on the dataset for --train_steps
 steps (once, ~15 minutes on one core: the run is kept under .cache/benchmarks/ and reused).
 
     python benchmarks/decode_speed.py [--data=DIR] [--model_path=DIR] [--examples=320] [--batch_size=32]
-                                      [--num_beams=4] [--repeats=3]
+                                      [--num_beams=4] [--repeats=3] [--large] [--write_doc]
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import tempfile
 import time
@@ -35,6 +42,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of greedy and beam runs, alternating")
+    parser.add_argument("--engines", default="transformers,ct2_float32,ct2_int8",
+                        help="decoders besides the plain loop: transformers, ct2_float32, ct2_int8 (comma-separated)")
+    parser.add_argument("--large", action="store_true", help="a random d=512 6+6 layers BART, forced lengths")
+    parser.add_argument("--large_tokens", type=int, default=24, help="tokens each output is forced to (--large)")
+    parser.add_argument("--write_doc", action="store_true", help="write the decoding table into docs/speedups.md")
     add_threads_option(parser)
     return parser.parse_args()
 
@@ -90,12 +102,64 @@ def ngram_blocking_ms(num_hypotheses: int, length: int, vocabulary: int, size: i
     return (time.perf_counter() - start) / 20 * 1e3
 
 
+def large_model(like: Any) -> Any:
+    """A d_model 512, 6+6 layers BART with random weights and ``like``'s vocabulary and special tokens."""
+    import torch
+    from transformers import BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = like.config.__class__(**{**like.config.to_dict(), "d_model": 512, "encoder_layers": 6,
+                                      "decoder_layers": 6, "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+                                      "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048})
+    model = BartForConditionalGeneration(config).eval()
+    model.generation_config = copy.deepcopy(like.generation_config)
+    model.generation_config.forced_eos_token_id = None  # lengths are forced by min/max_new_tokens instead
+    return model
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "speedups.md"
+BEGIN, END = "<!-- decoding table: written by benchmarks/decode_speed.py -->", "<!-- end of decoding table -->"
+
+
+def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command: str) -> None:
+    """Replace (or append) the decoding table in docs/speedups.md."""
+    lines = [BEGIN, "", "## Decoding engines", "",
+             f"Written by `{command}` (medians of {figures['repeats']} alternating rounds, {figures['examples']} test "
+             f"examples, {figures['batch_size']} per batch, {figures['threads']} thread(s), on the project's shared "
+             f"2-core CPU machine). Outputs are compared with the plain `model.generate` loop's.", "",
+             "| engine | precision | beam | examples/s | vs plain loop | outputs identical | BLEU |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for run_name, beam in (("greedy", 1), ("beam", figures["num_beams"])):
+        for label, engine, precision in rows:
+            key = _key(label, run_name)
+            identical = "-" if label == "plain" else f"{figures['examples'] - figures[key + 'outputs_differing']}/" \
+                                                       f"{figures['examples']}"
+            ratio = "1.00x" if label == "plain" else f"{figures[key + 'ratio']:.2f}x"
+            lines.append(f"| {engine} | {precision} | {beam} | {figures[key + 'examples_per_s']:.1f} | {ratio} | "
+                         f"{identical} | {figures[key + 'bleu']:.2f} |")
+    lines += ["", END]
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    block = "\n".join(lines)
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    DOC.write_text(text, encoding="utf-8")
+
+
+def _key(label: str, run_name: str) -> str:
+    """Figure names: the transformers backend keeps the original keys (ratio, greedy_ratio, ...)."""
+    prefix = "" if label == "transformers" else f"{label}_"
+    return prefix + ("" if run_name == "beam" else "greedy_")
+
+
 def main() -> None:
     args = parse_args()
     import sacrebleu
     from transformers.utils import logging as transformers_logging
 
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
+    from textbox.decoding.engine import DecodingOptions
     from textbox.evaluator.generate import generate_texts
     from textbox.model.registry import get_builder
     from textbox.pipeline import build_accelerator
@@ -108,6 +172,8 @@ def main() -> None:
                               eval_batch_size=args.batch_size)
     model, tokenizer = get_builder(config.model)(config, None)
     model.eval()
+    if args.large:
+        model = large_model(model)
     split = read_splits(config, ["test"], log=lambda message: None)["test"]
     test = tokenize_splits(config, {"test": split}, tokenizer, log=lambda message: None)["test"]
     inputs = [list(ids) for ids in test["input_ids"]]
@@ -117,20 +183,33 @@ def main() -> None:
         trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), Path(work),
                           logging.getLogger("ours"))
 
-        def ours(settings: dict[str, Any]) -> list[str]:
-            return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "ours")
+        def engine(backend: str, precision: str) -> Callable[[dict[str, Any]], list[str]]:
+            options = DecodingOptions(backend, precision, str(CACHE_DIR), config.seed)
+
+            def decode(settings: dict[str, Any]) -> list[str]:
+                return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "test",
+                                      options)
+            return decode
 
         base = {"max_new_tokens": config.tgt_len}
+        if args.large:  # random weights: force every output to the same length
+            base = {"max_new_tokens": args.large_tokens, "min_new_tokens": args.large_tokens}
         runs = {"greedy": {**base, "num_beams": 1}, "beam": {**base, "num_beams": args.num_beams}}
         if args.no_repeat_ngram_size:
             for settings in runs.values():
                 settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
         print(f"{len(inputs)} test examples of {args.data}, model {model_path}, {args.batch_size} examples per batch, "
               f"settings {runs}", flush=True)
-        decoders = {"ours": ours, "plain": lambda settings: plain_loop(model, tokenizer, inputs, args.batch_size,
-                                                                         settings)}
-        for decode in decoders.values():  # warm-up: first calls pay for allocations and lazy imports
-            decode({**runs["beam"], "max_new_tokens": 4})
+        engines = {"transformers": ("transformers", "auto"), "ct2_float32": ("ctranslate2", "float32"),
+                   "ct2_int8": ("ctranslate2", "int8")}
+        decoders: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+            "plain": lambda settings: plain_loop(model, tokenizer, inputs, args.batch_size, settings)}
+        for label in args.engines.split(","):
+            decoders[label] = engine(*engines[label])
+        warmup_seconds = {}
+        for label, decode in decoders.items():  # warm-up: lazy imports, allocations, CTranslate2's conversion
+            _, warmup_seconds[label] = timed(lambda: decode({**runs["beam"], "max_new_tokens": 4,
+                                                              "min_new_tokens": 0}))
         texts: dict[tuple[str, str], list[str]] = {}
         rates: dict[tuple[str, str], list[float]] = {(d, r): [] for d in decoders for r in runs}
         for repeat in range(args.repeats):
@@ -141,24 +220,38 @@ def main() -> None:
             print(f"round {repeat + 1}: " + ", ".join(f"{d} {r} {rates[d, r][-1]:.1f} examples/s" for d, r in rates),
                   flush=True)
 
-    def differing(run_name: str) -> int:
-        return sum(a != b for a, b in zip(texts["ours", run_name], texts["plain", run_name]))
-
     figures: dict[str, Any] = {"examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
                                "no_repeat_ngram_size": args.no_repeat_ngram_size, "repeats": args.repeats,
-                               "threads": threads}
+                               "threads": threads, "large": args.large,
+                               "warmup_seconds": {label: round(value, 2) for label, value in warmup_seconds.items()}}
     for run_name in runs:
-        prefix = "" if run_name == "beam" else "greedy_"
-        ours_rate, plain_rate = median(rates["ours", run_name]), median(rates["plain", run_name])
-        figures[f"{prefix}examples_per_s"] = round(ours_rate, 2)
-        figures[f"{prefix}plain_examples_per_s"] = round(plain_rate, 2)
-        figures[f"{prefix}ratio"] = round(ours_rate / plain_rate, 3)
-        figures[f"{prefix}outputs_differing"] = differing(run_name)
-        figures[f"{prefix}bleu"] = round(sacrebleu.corpus_bleu(texts["ours", run_name], [references]).score, 2)
-        figures[f"{prefix}plain_bleu"] = round(sacrebleu.corpus_bleu(texts["plain", run_name], [references]).score, 2)
-    figures["greedy_identical"] = figures["greedy_outputs_differing"] == 0
+        plain_rate = median(rates["plain", run_name])
+        figures[_key("plain", run_name) + "examples_per_s"] = round(plain_rate, 2)
+        figures[_key("plain", run_name) + "bleu"] = round(
+            sacrebleu.corpus_bleu(texts["plain", run_name], [references]).score, 2)
+        for label in decoders:
+            if label == "plain":
+                continue
+            key = _key(label, run_name)
+            rate = median(rates[label, run_name])
+            figures[key + "examples_per_s"] = round(rate, 2)
+            figures[key + "ratio"] = round(rate / plain_rate, 3)
+            figures[key + "outputs_differing"] = sum(a != b for a, b in zip(texts[label, run_name],
+                                                                            texts["plain", run_name]))
+            figures[key + "bleu"] = round(sacrebleu.corpus_bleu(texts[label, run_name], [references]).score, 2)
+    if "transformers" in decoders:
+        figures["greedy_identical"] = figures["greedy_outputs_differing"] == 0
     figures["ngram_blocking_ms_per_step"] = round(
         ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
+    if args.write_doc:
+        labels = {"plain": ("plain `model.generate` loop", "float32"),
+                  "transformers": ("this framework, transformers backend", "float32"),
+                  "ct2_float32": ("this framework, CTranslate2", "float32"),
+                  "ct2_int8": ("this framework, CTranslate2", "int8")}
+        import sys
+
+        write_doc(figures, [(label, *labels[label]) for label in decoders],
+                  "python " + " ".join(["benchmarks/decode_speed.py", *sys.argv[1:]]))
     print_json_line(figures)
 
 

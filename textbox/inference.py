@@ -48,7 +48,7 @@ def run_inference(config: Config, trainer, run_dir: Path) -> list[str]:
     trainer.use_best_model()
     loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
     sequences = generate_sequences(trainer.accelerator, trainer.model, trainer.tokenizer, loader,
-                                   trainer.generation, "generate")
+                                   trainer.generation, "generate", trainer.decoding)
     texts = [candidates[0] for candidates in sequences]
     output = config.output_file or str(run_dir / "generation.txt")
     every = all_sequences_path(run_dir / "generation.txt" if output == "-" else Path(output))

@@ -216,6 +216,16 @@ _key("eval", "decode_compile", "bool", False,
 _key("eval", "eval_max_tokens", "int|None", None,
      "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
      "evaluation batches are length-sorted either way and outputs keep the dataset order.")
+# Decoding engine (textbox/decoding/engine.py, textbox/decoding/ctranslate2_engine.py).
+_key("eval", "decoding_backend", "str", "auto",
+     "Engine that decodes: auto = CTranslate2 for models it converts (BART/mBART, T5/mT5, Marian, Pegasus, "
+     "M2M100, GPT-2/OPT/Llama) with settings it maps, transformers' generate otherwise (the log says which and "
+     "why); ctranslate2 = refuse what it cannot do; transformers = never convert.",
+     ("auto", "ctranslate2", "transformers"))
+_key("eval", "decoding_precision", "str", "auto",
+     "CTranslate2's compute type: auto follows --mixed_precision (float32 unless bf16/fp16 and the device "
+     "supports it); float16 on CUDA only; int8 quantises the weights (faster, outputs may change).",
+     ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16"))
 # Options of the metrics themselves (also accepted by `python -m textbox.evaluate`).
 _key("metrics", "lower_evaluation", "bool", False,
      "Lowercase hypotheses, references and sources before scoring (BLEU/chrF signatures then say case:lc).")

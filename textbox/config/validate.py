@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config.loader import _where, suggest
+from textbox.decoding.engine import decoding_problems
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
@@ -58,6 +59,7 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     problems.extend(_check_metrics(values, where))
     problems.extend(_check_efficient(values, where))
     problems.extend(_check_pretraining(values, where))
+    problems.extend(decoding_problems(values, where))  # --decoding_backend / --decoding_precision
     from textbox.evaluator.generation_check import generation_problems  # imports transformers only when set
 
     problems.extend(generation_problems(values["generation_kwargs"], where))

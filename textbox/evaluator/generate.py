@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from textbox.decoding.compiled import compilation_seconds, is_compiled_decoding
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 from textbox.trainer.loss import is_decoder_only
 from textbox.utils.atomic import write_text_atomic
@@ -41,17 +42,26 @@ def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict
 
 
 def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                   settings: dict[str, Any], description: str) -> list[str]:
+                   settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None) -> list[str]:
     """The first (best) generation of every example, in dataset order, on every process."""
-    return [texts[0] for texts in generate_sequences(accelerator, model, tokenizer, loader, settings, description)]
+    sequences = generate_sequences(accelerator, model, tokenizer, loader, settings, description, decoding)
+    return [texts[0] for texts in sequences]
 
 
 @torch.no_grad()
 def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                       settings: dict[str, Any], description: str) -> list[list[str]]:
+                       settings: dict[str, Any], description: str,
+                       decoding: DecodingOptions | None = None) -> list[list[str]]:
     """Decode every batch (each carries its examples' ``index``); every process returns, in dataset order, each
     example's num_return_sequences texts in generate's order (best first), whatever the batch order and the
-    number of processes."""
+    number of processes. ``decoding`` (the run's --decoding_backend/--decoding_precision; transformers when
+    None) chooses the engine: CTranslate2 where the model converts and the settings map, else generate below."""
+    decoding = decoding or DecodingOptions()
+    engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding)
+    if engine.name == "ctranslate2":
+        from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
+
+        return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine, decoding)
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
     unwrapped.eval()

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
 from textbox.decoding.compiled import compilation_seconds
+from textbox.decoding.engine import DecodingOptions
 from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
 from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.trainer import checkpoint
@@ -65,6 +66,7 @@ class Trainer:
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
+        self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
         if config.decode_compile:
             from textbox.decoding.compiled import with_compiled_decoding
 
@@ -366,7 +368,8 @@ class Trainer:
             if "perplexity" in wanted:
                 figures["perplexity"] = perplexity_of(figures["loss"])
             return figures, None
-        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, name)
+        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, name,
+                               self.decoding)
         figures.update(self.score(texts, evalset.split, loss=figures["loss"]))
         return figures, texts
 
@@ -417,7 +420,8 @@ class Trainer:
         loss = self.eval_loss(loader)
         if self.config.pretrain_task:  # pre-training is scored by its (denoising) loss alone: no generation
             return {"loss": loss}, []
-        sequences = generate_sequences(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test")
+        sequences = generate_sequences(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test",
+                                       self.decoding)
         return {"loss": loss, **self.score([texts[0] for texts in sequences], test.split, loss=loss)}, sequences
 
 

@@ -1,0 +1,67 @@
+"""End to end with --decoding_backend=ctranslate2: training with validation by generation, testing a checkpoint on
+two processes, --input_file inference; outputs one per example in order and equal to transformers' decoding,
+one conversion per checkpoint content, the checkpoint directory left byte for byte as it was."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+
+pytestmark = pytest.mark.slow
+
+
+def _digests(directory: Path) -> dict[str, str]:
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(directory.iterdir())}
+
+
+def test_ctranslate2_end_to_end(tmp_path: Path):
+    data = make_copy_dataset(tmp_path / "copy")
+    common = [f"--data_path={data}", "--dataset=copy", "--tracker=none", f"--cache_dir={tmp_path / 'cache'}",
+              "--src_len=24", "--tgt_len=16"]
+    trained = run_script([*TINY_MODEL_ARGS, *common, "--epochs=25", "--valid_steps=5", "--decoding_backend=ctranslate2",
+                          "--metrics=['bleu']", "--metrics_for_best_model=['loss', 'bleu']", "--filename=train"],
+                         cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    log = (tmp_path / "saved" / "train" / "project.log").read_text()
+    assert "decoding with ctranslate2: --decoding_backend=ctranslate2: bart converts (translator)" in log
+    best = tmp_path / "saved" / "train" / "checkpoint_best"
+    before = _digests(best)
+
+    testing = [f"--model_path={best}", *common, "--do_train=False", "--eval_batch_size=4"]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *testing,
+               "--decoding_backend=ctranslate2", "--filename=two"]
+    two = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert two.returncode == 0, two.stderr[-3000:]
+    two_log = (tmp_path / "saved" / "two" / "project.log").read_text()
+    assert "2 process(es)" in two_log and "decoding with ctranslate2" in two_log
+
+    reference = run_script([*testing, "--decoding_backend=transformers", "--filename=reference"], cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    expected = (tmp_path / "saved" / "reference" / "generation.txt").read_text()
+    assert len(expected.splitlines()) == 13 and len(expected.split()) > 13  # words, not empty lines
+    assert (tmp_path / "saved" / "two" / "generation.txt").read_text() == expected
+
+    inference = run_script([*testing, "--decoding_backend=ctranslate2", f"--input_file={data / 'test.src'}",
+                            f"--output_file={tmp_path / 'out.txt'}", "--filename=infer"], cwd=tmp_path)
+    assert inference.returncode == 0, inference.stderr[-3000:]
+    assert (tmp_path / "out.txt").read_text() == expected
+    infer_log = (tmp_path / "saved" / "infer" / "project.log").read_text()
+    assert "decoding with ctranslate2" in infer_log and "converted the model" not in infer_log  # cached
+    assert _digests(best) == before
+
+
+def test_explicit_ctranslate2_is_refused_before_training(tmp_path: Path):
+    data = make_copy_dataset(tmp_path / "copy")
+    done = run_script(["--model=gru", f"--data_path={data}", "--dataset=copy", "--decoding_backend=ctranslate2"],
+                      cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--model=gru is an RNN, which CTranslate2 cannot run" in done.stderr
+    assert not (tmp_path / "saved").exists()

@@ -1,0 +1,45 @@
+"""--decoding_backend / --decoding_precision at config time: what CTranslate2 cannot do is refused before
+anything is built when it was asked for explicitly, with one message naming the key and what to do."""
+from __future__ import annotations
+
+import pytest
+
+from textbox.config import ConfigError, load_config
+from textbox.decoding import engine
+from tests.helpers import make_copy_dataset
+
+
+@pytest.fixture
+def data(tmp_path):
+    return str(make_copy_dataset(tmp_path / "data"))
+
+
+def _problems(data, **overrides):
+    with pytest.raises(ConfigError) as error:
+        load_config([], {"dataset": "copy", "data_path": data, **overrides})
+    return str(error.value)
+
+
+def test_explicit_ctranslate2_refuses_what_it_cannot_run(data):
+    assert "--model=gru is an RNN" in _problems(data, decoding_backend="ctranslate2", model="gru")
+    message = _problems(data, decoding_backend="ctranslate2", generation_kwargs={"repetition_penalty": 1.2})
+    assert "decoding_backend" in message and "repetition_penalty=1.2" in message
+    assert "--decoding_backend=auto" in message
+    assert "decode_compile" in _problems(data, decoding_backend="ctranslate2", decode_compile=True)
+    assert "no CTranslate2 equal" in _problems(data, decoding_backend="ctranslate2",
+                                               generation_kwargs={"diversity_penalty": 0.5})
+
+
+def test_precision_checks(data):
+    assert "float16 runs on CUDA only" in _problems(data, decoding_precision="float16")
+    assert "never uses it" in _problems(data, decoding_backend="transformers", decoding_precision="int8")
+    import ctranslate2
+
+    if "bfloat16" not in ctranslate2.get_supported_compute_types("cpu") and not ctranslate2.get_cuda_device_count():
+        assert "bfloat16 is not supported by CTranslate2" in _problems(data, decoding_precision="bfloat16")
+
+
+def test_a_valid_config_gives_the_run_options_and_auto_accepts_anything(data):
+    config = load_config([], {"dataset": "copy", "data_path": data, "decoding_precision": "int8", "model": "gru",
+                              "generation_kwargs": {"repetition_penalty": 1.2}, "seed": 7})
+    assert engine.DecodingOptions.from_values(config) == engine.DecodingOptions("auto", "int8", ".cache/textbox", 7)

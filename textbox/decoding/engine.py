@@ -1,0 +1,212 @@
+"""Which engine decodes: CTranslate2 where the model converts and every setting maps, transformers otherwise.
+
+``--decoding_backend=auto`` (the default) picks CTranslate2 for BART/mBART, T5/mT5, Marian, Pegasus, M2M100
+(its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
+models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for); one log line
+says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what
+would not run on CTranslate2 (``decoding_problems``, called by textbox.config.validate); ``transformers`` never
+converts.
+
+The run's options (``DecodingOptions.from_values(config)``) are built by the Trainer and passed to
+``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
+transformers.
+
+Nothing heavy is imported at module level: textbox.config.validate imports this module.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+BACKENDS = ("auto", "ctranslate2", "transformers")
+PRECISIONS = ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16")
+# model_type -> CTranslate2 class. Each is converted by ctranslate2.converters.TransformersConverter.
+TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
+GENERATOR_TYPES = ("gpt2", "opt", "llama")
+# --model names whose models CTranslate2 cannot run (not Hugging Face encoder-decoders/LMs it converts).
+_UNCONVERTIBLE_MODELS = {"rnn": "an RNN", "gru": "an RNN", "lstm": "an RNN",
+                         "bert2bert": "an EncoderDecoderModel pair", "encoder_decoder": "an EncoderDecoderModel pair"}
+_PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
+
+
+@dataclass(frozen=True)
+class DecodingOptions:
+    """The run's decoding keys (--decoding_backend, --decoding_precision) and what conversion needs."""
+
+    backend: str = "transformers"
+    precision: str = "auto"
+    cache_dir: str = ".cache/textbox"
+    seed: int = 0
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "DecodingOptions":
+        return cls(values["decoding_backend"], values["decoding_precision"], str(values["cache_dir"]),
+                   int(values["seed"]))
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    name: str  # "ctranslate2" | "transformers"
+    reason: str
+    kind: str = ""  # "translator" | "generator" for CTranslate2
+
+
+_logged: set[tuple[str, str]] = set()  # each distinct choice is logged once per process
+
+
+def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
+    """Config checks of the decoding keys; with --decoding_backend=ctranslate2 also everything knowable before
+    training that CTranslate2 cannot do."""
+    problems: list[str] = []
+    backend, precision = values["decoding_backend"], values["decoding_precision"]
+    if precision == "float16" and backend != "transformers" and not _cuda_available():
+        problems.append(f"{where('decoding_precision')}: float16 runs on CUDA only and this machine has no GPU; "
+                        f"use float32, int8 or int8_float32")
+    elif precision != "auto" and backend != "transformers":
+        supported = _supported_compute_types()
+        if precision not in supported:
+            problems.append(f"{where('decoding_precision')}={precision} is not supported by CTranslate2 on this "
+                            f"machine's {'GPU' if _cuda_available() else 'CPU'}; supported: "
+                            f"{', '.join(sorted(supported))}")
+    if backend == "transformers" and precision != "auto":
+        problems.append(f"{where('decoding_precision')}={precision} sets CTranslate2's precision, but "
+                        f"--decoding_backend=transformers never uses it; drop it (transformers decodes in "
+                        f"--mixed_precision) or use --decoding_backend=auto or ctranslate2")
+    if backend == "ctranslate2":
+        problems.extend(f"{where('decoding_backend')}=ctranslate2: {why}" for why in _static_refusals(values))
+    return problems
+
+
+def _static_refusals(values: Mapping[str, Any]) -> list[str]:
+    from textbox.decoding.ctranslate2_settings import unsupported_settings
+
+    why = []
+    model = str(values["model"]).lower()
+    if model in _UNCONVERTIBLE_MODELS:
+        why.append(f"--model={model} is {_UNCONVERTIBLE_MODELS[model]}, which CTranslate2 cannot run; use "
+                   f"--decoding_backend=auto or transformers")
+    methods = [name.lower() for name in values["efficient_methods"]]
+    if any(method in _PROMPT_METHODS for method in methods):
+        why.append(f"--efficient_methods={methods}: virtual prompt tokens cannot be merged into the weights "
+                   f"CTranslate2 runs (LoRA and IA3 can); use --decoding_backend=auto or transformers")
+    if values["decode_compile"]:
+        why.append("--decode_compile=True compiles transformers' decoding; drop one of the two")
+    model_type = _local_model_type(values["model_path"])
+    if model_type is not None and model_type not in (*TRANSLATOR_TYPES, *GENERATOR_TYPES) and \
+            model not in _UNCONVERTIBLE_MODELS:
+        why.append(f"--model_path={values['model_path']} holds a {model_type!r} model; CTranslate2 converts "
+                   f"{', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))}; use --decoding_backend=auto or transformers")
+    why.extend(f"--generation_kwargs: {problem}; use --decoding_backend=auto (falls back to transformers) or drop it"
+               for problem in unsupported_settings(dict(values["generation_kwargs"])))
+    return why
+
+
+def _local_model_type(model_path: str | None) -> str | None:
+    """model_type of a local checkpoint's config.json (an adapter's base is checked when it is loaded)."""
+    if not model_path:
+        return None
+    config = Path(model_path).expanduser() / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError):
+        return None
+
+
+def _supported_compute_types() -> set[str]:
+    import ctranslate2  # ~40 ms, no torch; only for an explicit precision
+
+    return set(ctranslate2.get_supported_compute_types("cuda" if _cuda_available() else "cpu"))
+
+
+def _cuda_available() -> bool:
+    import ctranslate2  # only for float16, the one precision that depends on the device (no torch import)
+
+    return ctranslate2.get_cuda_device_count() > 0
+
+
+def choose_engine(model: Any, settings: dict[str, Any], description: str, options: DecodingOptions) -> EngineChoice:
+    """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged once per
+    distinct choice. An explicit ctranslate2 that cannot apply is an error naming what stands in the way."""
+    from textbox.config import TextBoxUserError
+
+    if options.backend == "transformers":
+        return _log(EngineChoice("transformers", "--decoding_backend=transformers"))
+    kind, obstacle = convertible(model, settings)
+    if obstacle is None:
+        return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
+                                               f"{_model_type(model)} converts ({kind})", kind))
+    if options.backend == "ctranslate2":
+        raise TextBoxUserError(f"--decoding_backend=ctranslate2: {obstacle}; use --decoding_backend=auto "
+                               f"(falls back to transformers) or transformers")
+    unused = f" (--decoding_precision={options.precision} applies to CTranslate2 only)" \
+        if options.precision != "auto" else ""
+    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
+
+
+# Validation by generation converts the just-trained weights at every validation: measured, it pays.
+# Conversion (content hash + TransformersConverter + atomic move), 2 cores shared with other work, float32:
+#   default model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters): 0.24 s (hash 0.12 s);
+#   d=512, 6+6 layers, 48M parameters: 1.8-3.5 s (hash 0.6 s).
+# Decoding time saved per example on the default model (benchmarks/decode_speed.py, see docs/speedups.md):
+#   greedy ~3.5 ms, beam 4 ~12 ms (issue 12's figures: 134 -> 251 and 56.5 -> 177.5 examples/s), so converting
+#   pays from ~70 validation examples (greedy) or ~20 (beam 4); a smaller validation set loses at most 0.24 s.
+# Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_engine.converted_model).
+
+
+def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
+    """("translator" | "generator", None) when CTranslate2 can decode ``model`` with ``settings``, else
+    ("", why not)."""
+    from textbox.decoding.ctranslate2_settings import unsupported_settings
+
+    inner, why = _plain_model(model)
+    if why:
+        return "", why
+    model_type = _model_type(inner)
+    if model_type in TRANSLATOR_TYPES and inner.config.is_encoder_decoder:
+        kind = "translator"
+    elif model_type in GENERATOR_TYPES and not inner.config.is_encoder_decoder:
+        kind = "generator"
+    elif model_type is None:
+        return "", f"{type(inner).__name__} is not a Hugging Face model CTranslate2 converts"
+    else:
+        return "", (f"model type {model_type!r} ({type(inner).__name__}) has no CTranslate2 conversion here "
+                    f"(it converts {', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))})")
+    problems = unsupported_settings(settings, inner.generation_config, decoder_start=_decoder_start(inner, kind))
+    if problems:
+        return "", "; ".join(problems)
+    return kind, None
+
+
+def _plain_model(model: Any) -> tuple[Any, str | None]:
+    """The transformers model to convert (a LoRA/IA3 PeftModel is merged later, on a copy)."""
+    peft_config = getattr(model, "active_peft_config", None)
+    if peft_config is not None:
+        peft_type = str(getattr(peft_config.peft_type, "value", peft_config.peft_type))
+        if peft_type not in ("LORA", "IA3"):
+            return None, (f"the {peft_type.lower().replace('_', '-')} adapter adds virtual tokens that cannot be "
+                          f"merged into the weights CTranslate2 runs (LoRA and IA3 can)")
+        return model.get_base_model(), None
+    return model, None
+
+
+def _model_type(model: Any) -> str | None:
+    config = getattr(model, "config", None)
+    return getattr(config, "model_type", None) if config is not None and hasattr(config, "to_dict") else None
+
+
+def _decoder_start(model: Any, kind: str) -> int | None:
+    return model.config.decoder_start_token_id if kind == "translator" else None
+
+
+def _log(choice: EngineChoice) -> EngineChoice:
+    from textbox.utils.logging import get_logger
+
+    key = (choice.name, choice.reason)
+    if key not in _logged:
+        _logged.add(key)
+        get_logger().info(f"decoding with {choice.name}: {choice.reason}")
+    return choice
