@@ -140,3 +140,17 @@ def median(values: list[float]) -> float:
 def print_json_line(figures: dict[str, Any]) -> None:
     """The last line of every benchmark: its figures, for scripts to check."""
     print(json.dumps(figures, sort_keys=True), flush=True)
+
+
+def write_doc_block(doc: Path, begin: str, end: str, block: str, at_start: bool = False) -> None:
+    """Put ``block`` (which starts with ``begin`` and ends with ``end``) into ``doc`` in place of the block between
+    those markers, leaving what other scripts wrote there; a doc without the markers gets it first or last."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    elif at_start:
+        text = block + "\n\n" + text.lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    doc.parent.mkdir(exist_ok=True)
+    doc.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

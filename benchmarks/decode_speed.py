@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import (CACHE_DIR, DEFAULT_DATA, add_threads_option, framework_config, median, print_json_line,
-                    set_threads)
+                    set_threads, write_doc_block)
 
 
 def parse_args() -> argparse.Namespace:
@@ -138,13 +138,7 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
             lines.append(f"| {engine} | {precision} | {beam} | {figures[key + 'examples_per_s']:.1f} | {ratio} | "
                          f"{identical} | {figures[key + 'bleu']:.2f} |")
     lines += ["", END]
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    block = "\n".join(lines)
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    write_doc_block(DOC, BEGIN, END, "\n".join(lines))
 
 
 def _key(label: str, run_name: str) -> str:

@@ -20,9 +20,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import DEFAULT_DATA, REPO, add_threads_option, median, print_json_line
+from common import DEFAULT_DATA, REPO, add_threads_option, median, print_json_line, write_doc_block
 
 DOC = REPO / "docs" / "speedups.md"
+# This script's part of the doc; benchmarks/decode_speed.py writes the decoding table below it.
+BEGIN, END = "<!-- tricks table: written by benchmarks/speedups.py -->", "<!-- end of tricks table -->"
 BATCH_SIZE = 32
 
 
@@ -148,9 +150,8 @@ def main() -> None:
                 print(f"run {repeat + 1} {name}: train {results['train_seconds']} s, eval {results['test_seconds']} s",
                       flush=True)
     timings = [timing(row_runs) for row_runs in runs]
-    DOC.parent.mkdir(exist_ok=True)
-    DOC.write_text(markdown(args, [(name, keys, processes) for _, name, keys, processes in table], timings),
-                   encoding="utf-8")
+    tricks = markdown(args, [(name, keys, processes) for _, name, keys, processes in table], timings)
+    write_doc_block(DOC, BEGIN, END, f"{BEGIN}\n{tricks.rstrip()}\n{END}", at_start=True)
     print_json_line({"doc": str(DOC.relative_to(REPO)),
                      "total_seconds": {row[0]: round(t["total"], 1) for row, t in zip(table, timings)},
                      "speedup": {row[0]: round(timings[0]["total"] / t["total"], 3) for row, t in zip(table, timings)}})
