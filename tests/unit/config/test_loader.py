@@ -15,17 +15,6 @@ from textbox.config.loader import parse_argv, parse_value
 from textbox.config.schema import SCHEMA
 
 
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    """A minimal plain dataset directory so that the dataset check passes."""
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
-
-
 def test_values_are_python_literals_and_strings_stay_strings():
     assert parse_value("['bleu','rouge']") == ["bleu", "rouge"]
     assert parse_value("{'num_beams':4}") == {"num_beams": 4}

@@ -14,16 +14,6 @@ from textbox.config import ConfigError, load_config
 MODEL_YAMLS = PROJECT_ROOT / "configs" / "model"
 
 
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
-
-
 def checkpoint(directory: Path, **fields) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(fields))

@@ -12,16 +12,6 @@ import yaml
 from textbox.config import ConfigError, load_config
 
 
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
-
-
 def write_run(directory: Path, *args: str) -> Path:
     """A run directory as a run leaves it: config.yaml (as pipeline.run writes it), checkpoint_last/ and a
     checkpoint_best/ holding the BART config.json of a transformer run."""
