@@ -48,7 +48,8 @@ def ray_session(engine: Engine) -> Iterator[None]:
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"the Ray cluster at --ray_address={engine.address}" if engine.address else "a local Ray instance"
         raise TextBoxUserError(f"cannot start or join {where}: {error}; check that `ray start --head` runs there "
-                               f"(ray status), or leave --ray_address out for a local instance") from None
+                               f"(ray status; a cluster with token authentication, `ray start`'s default, also needs "
+                               f"RAY_AUTH_MODE=token here), or leave --ray_address out for a local instance") from None
     try:
         yield
     finally:

@@ -1,0 +1,97 @@
+"""--engine=ray end to end on this machine: a local Ray instance, and a `ray start --head` cluster joined with
+--ray_address. The runs are deterministic on CPU, so Ray must give the same figures as the local engine."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+
+pytest.importorskip("ray.tune", reason='--engine=ray needs pip install -e ".[ray]"')
+
+TIMING = {"seconds"}  # differs from run to run
+RAY_CLI = str(Path(sys.executable).parent / "ray")
+
+
+@pytest.fixture
+def common(tmp_path: Path) -> list[str]:
+    data = make_copy_dataset(tmp_path / "data", {"train": 32, "valid": 8, "test": 8})
+    return [*TINY_MODEL_ARGS, f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}",
+            f"--cache_dir={tmp_path / 'cache'}", "--max_steps=2", "--valid_strategy=step", "--valid_steps=2"]
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def without(row: dict, keys: set[str], study: str) -> dict:
+    """A row or best.json with the timing left out and the study's own directory name made neutral."""
+    return {key: value.replace(f"/saved/{study}/", "/saved/STUDY/") if isinstance(value, str) else value
+            for key, value in row.items() if key not in keys}
+
+
+@pytest.mark.slow
+def test_a_grid_search_on_a_local_ray_instance_matches_the_local_engine(tmp_path: Path, common: list[str]):
+    space = tmp_path / "lr.space"
+    space.write_text("learning_rate choice [0.001, 0.003]\n")
+    results = {}
+    for engine in ("local", "ray"):
+        done = run_script([f"--space={space}", f"--engine={engine}", f"--filename={engine}", *common], tmp_path,
+                          timeout=300, script="run_hyper.py")
+        assert done.returncode == 0, done.stderr[-3000:]
+        directory = tmp_path / "saved" / engine
+        columns, rows = read_csv(directory / "trials.csv")
+        best = json.loads((directory / "best.json").read_text())
+        results[engine] = (columns, [without(row, TIMING, engine) for row in rows], without(best, TIMING, engine))
+        assert (directory / f"test-{best['trial']}" / "generation.txt").is_file()
+        assert (directory / "search.png").is_file() and (directory / "summary.md").is_file()
+    assert [row["status"] for row in results["ray"][1]] == ["ok", "ok"]
+    assert results["ray"] == results["local"]  # same columns, trials, figures, best trial and its test figures
+    assert (tmp_path / "saved" / "ray" / "tune").is_dir()  # Tune's own record of the study
+
+
+@pytest.fixture
+def ray_head(tmp_path: Path):
+    """A one-machine Ray cluster on 127.0.0.1, stopped whatever happens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    try:
+        started = subprocess.run([RAY_CLI, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                                  "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr[-3000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY_CLI, "stop", "--force"], capture_output=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path: Path, common: list[str], ray_head):
+    rows = {}
+    for engine, extra in (("local", []), ("ray", ["--engine=ray", f"--ray_address={ray_head}",
+                                                  "--trial_resources={'cpu': 1}"])):
+        # `ray start` turns on Ray's token authentication (the token is in ~/.ray/auth_token); a driver joining
+        # such a cluster says so with RAY_AUTH_MODE=token (Ray's rule, told in the README)
+        done = run_script(["--multi_seed=2", f"--filename={engine}", *extra, *common], tmp_path, timeout=300,
+                          script="run_multi_seed.py", env={"RAY_AUTH_MODE": "token"})
+        assert done.returncode == 0, done.stderr[-3000:]
+        columns, found = read_csv(tmp_path / "saved" / engine / "seeds.csv")
+        rows[engine] = (columns, [without(row, TIMING, engine) for row in found])
+        summary = json.loads((tmp_path / "saved" / engine / "summary.json").read_text())
+        assert summary["finished"] == [2020, 2021]
+    assert [row["status"] for row in rows["ray"][1]] == ["ok", "ok"]
+    assert rows["ray"] == rows["local"]
+    assert f"engine=ray ({ray_head})" in (tmp_path / "saved" / "ray" / "study.log").read_text()
