@@ -95,3 +95,27 @@ def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path:
     assert [row["status"] for row in rows["ray"][1]] == ["ok", "ok"]
     assert rows["ray"] == rows["local"]
     assert f"engine=ray ({ray_head})" in (tmp_path / "saved" / "ray" / "study.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
+    from textbox.config import TextBoxError
+    from textbox.hyper.search import run_search
+    from textbox.multi_seed import run_multi_seed
+    from tests.integration.ray_runs import killing_run  # by package name: Ray workers import it
+
+    data = make_copy_dataset(tmp_path / "data", {"train": 4, "valid": 2, "test": 2})
+    space = tmp_path / "lr.space"
+    space.write_text("learning_rate choice [0.001, 0.003]\n")
+    common = ["--engine=ray", f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}"]
+    result = run_search([f"--space={space}", "--filename=search", "--metrics_for_best_model=['loss']", *common],
+                        runner=killing_run)
+    _, rows = read_csv(result.directory / "trials.csv")
+    assert [(row["trial"], row["status"]) for row in rows] == [("trial-000", "ok"), ("trial-001", "failed")]
+    assert "the Ray trial failed" in rows[1]["error"] and "died" in rows[1]["error"].lower()
+    assert result.best.tid == 0
+
+    study = run_multi_seed(["--multi_seed=2", "--filename=seeds", *common], runner=killing_run)
+    _, rows = read_csv(study.directory / "seeds.csv")
+    assert [(row["seed"], row["status"]) for row in rows] == [("2020", "ok"), ("2021", "failed")]
+    assert "the Ray worker running it failed" in rows[1]["error"] and study.failed.keys() == {2021}
