@@ -171,7 +171,8 @@ def search_on_ray(space: dict[str, Any], algorithm: Callable[..., list[dict[str,
                              runner=runner), _tune_resources(resources))
     tuner = tune.Tuner(
         trainable,
-        tune_config=tune.TuneConfig(search_alg=TextBoxSearch(space, algorithm, seed), num_samples=trials),
+        tune_config=tune.TuneConfig(search_alg=TextBoxSearch(space, algorithm, seed), num_samples=trials,
+                                    reuse_actors=True),  # a trial after the first skips the imports (~7 s)
         run_config=tune.RunConfig(name=TUNE_DIR, storage_path=str(directory.resolve()), verbose=0,
                                   callbacks=[_Recorder(record)], failure_config=tune.FailureConfig(max_failures=0)))
     tuner.fit()
