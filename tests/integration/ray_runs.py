@@ -12,3 +12,16 @@ def killing_run(config) -> dict:
     if config.learning_rate == 0.003 or config.seed == 2021:
         os._exit(9)
     return fake_run(config)
+
+
+def interrupting_run(config) -> dict:
+    """trial-001 presses Ctrl-C in the driver (pid in TEXTBOX_TEST_DRIVER_PID) a moment after it starts, then
+    hangs until Tune stops it; the other trials run normally."""
+    import signal
+    import time
+
+    if config.filename == "trial-001":
+        time.sleep(3)
+        os.kill(int(os.environ["TEXTBOX_TEST_DRIVER_PID"]), signal.SIGINT)
+        time.sleep(120)
+    return fake_run(config)

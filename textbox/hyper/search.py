@@ -92,6 +92,9 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
         logger.info(f"resuming: {len(store.records)} finished trial(s) kept; interrupted ones (directories left as "
                     f"they are, points suggested anew): {', '.join(store.interrupted_trials()) or 'none'}")
     resume_hint = f"continue it with the same arguments plus --filename={directory.name} --resume=True"
+    if engine.name == "ray":  # Tune's own restore is not wired in yet: the local engine reads the same trials.json
+        resume_hint = (f"continue it with --engine=local (leave --engine, --ray_address and --trial_resources out), "
+                       f"the other arguments plus --filename={directory.name} --resume=True")
     logger.info(f"if the search is interrupted, {resume_hint}")
 
     recorder = TrialRecorder(store, objective, max_evals, logger)
@@ -99,9 +102,12 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
         if engine.name == "ray":
             from textbox.hyper.ray_engine import ray_session, search_on_ray
 
+            planned, done_before = max_evals - len(store.records), len(store.records)
             with ray_session(engine):
-                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, max_evals - len(store.records),
-                              run_keys, directory, objective, engine.resources, runner, recorder.record)
+                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, planned, run_keys, directory,
+                              objective, engine.resources, runner, recorder.record)
+            if len(store.records) - done_before < planned:  # Tune returns from a Ctrl-C after saving its state
+                raise RunInterrupted("the Ray Tune run was stopped", 130)
         else:
             trials = _TrialLoop(optimizer, recorder, run_keys, max_evals, logger)
             run_jobs(trials.next_job, trials.finish, options["workers"], runner)
