@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,20 +63,34 @@ def test_a_grid_search_on_a_local_ray_instance_matches_the_local_engine(tmp_path
 
 @pytest.fixture
 def ray_head(tmp_path: Path):
-    """A one-machine Ray cluster on 127.0.0.1, stopped whatever happens."""
+    """A one-machine Ray cluster on 127.0.0.1, stopped whatever happens. `ray start --block` in the foreground is
+    stopped by a SIGTERM to that one process, which ends all it started (`ray stop` would end every Ray instance
+    on the machine, a parallel test's too)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    head = subprocess.Popen([RAY_CLI, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+                             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        started = subprocess.run([RAY_CLI, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                                  "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-        assert started.returncode == 0, started.stderr[-3000:]
+        deadline = time.monotonic() + 120
+        while True:
+            assert head.poll() is None, f"ray start --head exited with {head.returncode}"
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "ray start --head did not listen within 120 s"
+            time.sleep(0.5)
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([RAY_CLI, "stop", "--force"], capture_output=True, timeout=120)
+        head.terminate()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
 
 
 @pytest.mark.slow
