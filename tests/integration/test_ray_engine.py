@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,6 +92,10 @@ def ray_head(tmp_path: Path):
         except subprocess.TimeoutExpired:
             head.kill()
             head.wait()
+        # the head's address file (ray stop would remove it): a later ray.init() of anyone would try to join it
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.is_file() and current.read_text().strip().endswith(f":{port}"):
+            current.unlink()
 
 
 @pytest.mark.slow

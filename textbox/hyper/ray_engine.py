@@ -43,7 +43,9 @@ def ray_session(engine: Engine) -> Iterator[None]:
     """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it."""
     os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")  # trials keep the driver's directory: relative paths hold
     try:
-        ray.init(address=engine.address, include_dashboard=False, log_to_driver=False,
+        # "local": a new instance even where an earlier `ray start` left its address behind (ray.init() with no
+        # address would join that one, and wait without end when it is gone)
+        ray.init(address=engine.address or "local", include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"RAY_CHDIR_TO_TRIAL_DIR": "0"}})
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"the Ray cluster at --ray_address={engine.address}" if engine.address else "a local Ray instance"
