@@ -25,3 +25,15 @@ def shared_dataset():
         return path
 
     return locate
+
+
+@pytest.fixture
+def fresh_accelerate_state():
+    """accelerate's process-wide state reset around a test that builds its own Accelerator(s)."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()

@@ -24,17 +24,6 @@ from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_li
 MAIN_PROCESS = SimpleNamespace(is_main_process=True, wait_for_everyone=lambda: None)
 
 
-@pytest.fixture
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-
-
 def a_config(saved: Path, **keys):
     return load_config([f"--saved_dir={saved}", "--filename=run", *(f"--{k}={v}" for k, v in keys.items())])
 

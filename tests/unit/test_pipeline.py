@@ -13,17 +13,6 @@ from textbox.pipeline import (build_accelerator, check_gpu_ids, config_summary, 
                               resolve_mixed_precision)
 
 
-@pytest.fixture
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-    yield
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-
-
 @pytest.mark.parametrize("launcher, arguments, chosen", [
     (None, ["--mixed_precision=bf16"], "bf16"),  # plain python: the config decides
     ("bf16", [], "bf16"),  # accelerate launch --mixed_precision bf16, config left at its default

@@ -39,13 +39,6 @@ def _settings(text: str) -> dict[str, Any] | None:
 
 
 
-def prepare_run_dir(config: Config, accelerator: Any) -> Path:
-    """plan_run_dir then make_run_dir: the run directory named, checked, and created."""
-    run_dir = plan_run_dir(config, accelerator)
-    make_run_dir(run_dir, config, accelerator)
-    return run_dir
-
-
 def plan_run_dir(config: Config, accelerator: Any) -> Path:
     """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename: checked (free to
     use, or when resuming found; writable) without creating anything, so that a problem shows before the data

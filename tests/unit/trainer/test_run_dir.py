@@ -33,12 +33,19 @@ def read_only(directory: Path) -> Iterator[None]:
         directory.chmod(0o755)
 
 
+def _plan_and_make(config, accelerator):
+    """The pipeline's two steps: the run directory named and checked, then created."""
+    run_dir = run_dirs.plan_run_dir(config, accelerator)
+    run_dirs.make_run_dir(run_dir, config, accelerator)
+    return run_dir
+
+
 def test_a_read_only_saved_dir_is_reported_before_anything_runs(tmp_path, make_accelerator):
     saved = tmp_path / "saved"
     saved.mkdir()
     config = trainer_config(saved_dir=str(saved), filename="run")
     with read_only(saved), pytest.raises(TextBoxUserError) as caught:
-        run_dirs.prepare_run_dir(config, make_accelerator())
+        _plan_and_make(config, make_accelerator())
     assert str(caught.value).startswith(f"--saved_dir={saved}: cannot write the run directory {saved / 'run'}")
     assert "choose a writable --saved_dir" in str(caught.value)
 
@@ -48,12 +55,12 @@ def test_a_read_only_run_directory_to_resume_is_reported(tmp_path, make_accelera
     run.mkdir(parents=True)
     config = trainer_config(saved_dir=str(run.parent), filename="run", resume=True)
     with read_only(run), pytest.raises(TextBoxUserError, match="cannot write the run directory"):
-        run_dirs.prepare_run_dir(config, make_accelerator())
+        _plan_and_make(config, make_accelerator())
 
 
 def test_a_writable_run_directory_is_created_and_left_clean(tmp_path, make_accelerator):
     config = trainer_config(saved_dir=str(tmp_path / "saved"), filename="run")
-    run = run_dirs.prepare_run_dir(config, make_accelerator())
+    run = _plan_and_make(config, make_accelerator())
     assert run == tmp_path / "saved" / "run" and run.is_dir() and not any(run.iterdir())
 
 
