@@ -252,13 +252,18 @@ DEFAULTS: dict[str, Any] = {key.name: key.default for key in _KEYS}
 
 
 def describe() -> str:
-    """Render every key with its type, default and documentation, grouped, for `--help`."""
-    lines: list[str] = []
-    group = None
+    """Render every key with its type, default and documentation, for `--help`: one section per group, in the
+    order groups first appear (a group's keys may be declared in several places)."""
+    groups: dict[str, list[Key]] = {}
     for key in _KEYS:
-        if key.group != group:
-            group = key.group
-            lines.append(f"\n[{group}]")
-        choices = f" ({'|'.join(map(str, key.choices))})" if key.choices else ""
-        lines.append(f"  --{key.name}: {key.type}{choices} = {key.default!r}\n      {key.doc}")
+        groups.setdefault(key.group, []).append(key)
+    lines: list[str] = []
+    for group, keys in groups.items():
+        lines.append(f"\n[{group}]")
+        lines.extend(_describe_key(key) for key in keys)
     return "\n".join(lines)
+
+
+def _describe_key(key: Key) -> str:
+    choices = f" ({'|'.join(map(str, key.choices))})" if key.choices else ""
+    return f"  --{key.name}: {key.type}{choices} = {key.default!r}\n      {key.doc}"

@@ -1,6 +1,7 @@
 """The config contract: layers, literal values, one report of every problem, reproducible config.yaml."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,14 @@ def test_config_pickles_for_worker_processes(data_dir: Path):
     config = load_config([f"--data_path={data_dir}", "--epochs=3"])
     again = pickle.loads(pickle.dumps(config))
     assert again == config and again.epochs == 3 and again.source_of("epochs") == "command line"
+
+
+def test_help_prints_each_section_once_with_all_its_keys(capsys):
+    assert run_cli(["--help"]) == 0
+    out = capsys.readouterr().out
+    sections = re.findall(r"^\[(\w+)\]$", out, flags=re.MULTILINE)
+    assert sorted(sections) == sorted({key.group for key in SCHEMA.values()})  # each group, once
+    for part in re.split(r"^\[\w+\]$", out, flags=re.MULTILINE)[1:]:
+        group = sections.pop(0)
+        listed = re.findall(r"^  --(\w+):", part, flags=re.MULTILINE)
+        assert listed == [name for name, key in SCHEMA.items() if key.group == group]
