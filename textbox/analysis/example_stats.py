@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from textbox.config.errors import TextBoxUserError
-from textbox.config.loader import suggest
 from textbox.evaluator.metrics import compute_metrics, figure_goal, metric_outputs
+from textbox.utils.suggest import suggest
 
 SACREBLEU_FIGURES = ("bleu", "chrf", "chrf++", "ter")
 MEAN_OF_EXAMPLES_METRICS = ("rouge", "meteor", "em", "f1")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config.errors import TextBoxUserError
-from textbox.config.loader import suggest
+from textbox.utils.suggest import suggest
 
 # Positional arguments each numeric expression accepts (randint takes one or two).
 NUMERIC_SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {

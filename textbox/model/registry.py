@@ -9,7 +9,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from textbox.config.loader import suggest
+from textbox.utils.suggest import suggest
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import math
 import torch
 
 from textbox.config import Config, TextBoxUserError
-from textbox.config.loader import suggest
+from textbox.utils.suggest import suggest
 
 _ALIASES = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "adafactor": "Adafactor", "adagrad": "Adagrad",
             "rmsprop": "RMSprop"}
