@@ -17,7 +17,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from textbox.config import Config, load_config  # noqa: E402  (after the path and offline settings)
+from textbox.checks import load_checked_config  # noqa: E402  (after the path and offline settings)
+from textbox.config import Config  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "multi30k_en_de"
 CACHE_DIR = REPO / ".cache" / "benchmarks"
@@ -26,8 +27,8 @@ IGNORE_INDEX = -100
 
 def framework_config(data: Path, **overrides: Any) -> Config:
     """The framework's defaults (configs/overall.yaml and the transformer model yaml) for a plain-text dataset."""
-    return load_config([], {"dataset": data.name, "data_path": str(data), "cache_dir": str(CACHE_DIR),
-                            "tracker": "none", **overrides})
+    return load_checked_config([], {"dataset": data.name, "data_path": str(data), "cache_dir": str(CACHE_DIR),
+                                    "tracker": "none", **overrides})
 
 
 def prepare_data_and_model(config: Config, splits: tuple[str, ...]) -> tuple[Any, Any, dict[str, Any], dict]:

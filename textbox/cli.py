@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping
 
-from textbox.config import TextBoxError, load_config
+from textbox.config import TextBoxError
 
 USAGE = """usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
@@ -44,7 +44,9 @@ def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
         print(USAGE + describe())
         return 0
     try:
-        config = load_config(argv, overrides)
+        from textbox.checks import load_checked_config  # after --help: help imports no registry
+
+        config = load_checked_config(argv, overrides)
     except TextBoxError as error:
         error.shown_elsewhere = is_secondary_process()  # type: ignore[attr-defined]  # same on every process
         return report_user_error(error)

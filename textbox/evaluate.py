@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from textbox.config.argv import parse_argv, parse_value
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
-from textbox.config.loader import parse_argv, parse_value, suggest
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
+from textbox.utils.suggest import suggest
 
 _FILES = {"hyp": "generated texts, one per line",
           "ref": "references, one line per example; a line holding a Python list of strings gives several",

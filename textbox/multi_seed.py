@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from textbox.config import TextBoxUserError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
 from textbox.hyper.engine import ENGINE_OPTIONS, check_engine
 from textbox.hyper.options import split_options, usage
@@ -83,7 +84,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
         from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, STUDY_OPTIONS)
     engine = check_engine(options, run_keys)
-    base = load_config((), run_keys)
+    base = load_checked_config((), run_keys)
     if base.resume:
         raise TextBoxUserError("run_multi_seed starts every seed afresh; --resume=True continues one run: use python "
                                "run_textbox.py --resume=True --saved_dir=<study directory> --filename=seed-<s>")

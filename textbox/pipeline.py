@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textbox.checks import check_config
 from textbox.config import Config, TextBoxUserError
 from textbox.utils.atomic import write_text_atomic
 
@@ -113,6 +114,7 @@ def run(config: Config) -> dict[str, Any]:
     Everything that can fail on the user's input (config, devices, run directory name, data, model) is tried
     before the run directory is made; a failure after it exists is written to its project.log and the run marked
     failed (a retry with the same --filename then replaces it)."""
+    check_config(config)  # every problem at once, before anything is built (callers that skip textbox.checks too)
     export_gpu_id(config)
     accelerator = build_accelerator(config)
     if accelerator.mixed_precision != config.mixed_precision:  # the launcher's: config.yaml records what ran

@@ -11,8 +11,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from textbox.checks import load_checked_config
 from textbox.config.errors import DataError
-from textbox.config.loader import Config, load_config
+from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.readers import read_splits
 from textbox.data.split import Split
@@ -47,7 +48,7 @@ def load_run(directory: Path) -> RunOutputs:
     if stored.get("input_file"):
         raise DataError(f"{generation_path} holds the generations for --input_file={stored['input_file']}, not "
                         f"for the test set; analyse a run that tested (without --input_file)")
-    config = load_config([f"--config_files={config_path}"], overrides=_anchored_paths(stored, directory))
+    config = load_checked_config([f"--config_files={config_path}"], overrides=_anchored_paths(stored, directory))
     test = read_splits(config, ["test"])["test"]
     hypotheses = read_lines(generation_path)
     if len(hypotheses) != len(test):

@@ -9,14 +9,31 @@ import importlib
 from pathlib import Path
 from typing import Callable
 
+from textbox.config import Config
 from textbox.config.errors import DataError
 from textbox.utils.atomic import atomic_directory
+from textbox.utils.suggest import suggest
 
 BUILTIN_DATASETS: dict[str, str] = {
     "pydoc": "textbox.data.pydoc:build",
 }
 
 PLAIN_FILES = tuple(f"{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt"))
+
+
+def problems(config: Config) -> list[str]:
+    """The dataset a configuration names must exist: a directory, a built-in name, or a hub dataset with its name
+    (textbox/checks.py calls this with the other registries' checks, before anything runs)."""
+    where = config.where
+    if config["data_format"] == "hub":
+        return [] if config["hub_name"] else [f"{where('data_format')} is hub but hub_name is not set"]
+    data_path = Path(config["data_path"] or Path("dataset") / config["dataset"])
+    if data_path.is_dir() or config["dataset"] in BUILTIN_DATASETS:
+        return []
+    key = "data_path" if config["data_path"] else "dataset"
+    hint = suggest(config["dataset"], BUILTIN_DATASETS) if key == "dataset" else ""
+    return [f"{where(key)}: dataset directory {data_path} does not exist{hint}; give --data_path=<dir> "
+            f"holding train/valid/test files, or a built-in dataset: {', '.join(sorted(BUILTIN_DATASETS))}"]
 
 
 def ensure_builtin(name: str, directory: Path, log: Callable[[str], None]) -> None:

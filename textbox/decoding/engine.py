@@ -4,14 +4,14 @@
 (its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
 models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for); one log line
 says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what
-would not run on CTranslate2 (``decoding_problems``, called by textbox.config.validate); ``transformers`` never
+would not run on CTranslate2 (``problems``, called by textbox.checks); ``transformers`` never
 converts.
 
 The run's options (``DecodingOptions.from_values(config)``) are built by the Trainer and passed to
 ``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
 transformers.
 
-Nothing heavy is imported at module level: textbox.config.validate imports this module.
+Nothing heavy is imported at module level: textbox.checks imports this module.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
+
+from textbox.config import Config
 
 BACKENDS = ("auto", "ctranslate2", "transformers")
 PRECISIONS = ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16")
@@ -54,6 +56,12 @@ class EngineChoice:
 
 
 _logged: set[tuple[str, str]] = set()  # each distinct choice is logged once per process
+
+
+def problems(config: Config) -> list[str]:
+    """The decoding keys of a configuration (textbox/checks.py calls this with the other registries' checks,
+    before anything runs)."""
+    return decoding_problems(config, config.where)
 
 
 def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:

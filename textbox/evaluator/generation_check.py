@@ -15,6 +15,8 @@ import warnings
 from numbers import Real
 from typing import Any, Callable, Mapping
 
+from textbox.config import Config
+
 # Decoding modes transformers 5 moved to the Hugging Face hub: generate() downloads their code at run time
 # (trust_remote_code), which fails offline and runs unreviewed code online (ENVIRONMENT.md).
 _ON_THE_HUB = {
@@ -54,6 +56,12 @@ _UNIT_INTERVAL = ("top_p", "typical_p")  # (0, 1]
 _BOOLEANS = ("do_sample", "use_cache", "renormalize_logits", "remove_invalid_values")
 
 
+def problems(config: Config) -> list[str]:
+    """The --generation_kwargs of a configuration (textbox/checks.py calls this with the other registries' checks,
+    before anything runs)."""
+    return generation_problems(config["generation_kwargs"], config.where)
+
+
 def generation_problems(kwargs: Mapping[str, Any], where: Callable[[str], str]) -> list[str]:
     """Every problem with ``generation_kwargs`` (empty when generate will accept it), each naming the key."""
     if not kwargs:
@@ -72,7 +80,7 @@ def _known_keys() -> set[str]:
 
 
 def _rule_problems(kwargs: Mapping[str, Any]) -> list[str]:
-    from textbox.config.loader import suggest
+    from textbox.utils.suggest import suggest
 
     known = _known_keys()
     problems = []

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
-from textbox.config.loader import parse_argv
 from textbox.config.schema import Key
 
 

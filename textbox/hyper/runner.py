@@ -15,7 +15,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
-from textbox.config import Config, RunInterrupted, TextBoxError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import Config, RunInterrupted, TextBoxError
 
 JobKey = TypeVar("JobKey")
 Runner = Callable[[Config], dict[str, Any]]
@@ -50,7 +51,7 @@ def execute(overrides: dict[str, Any], runner: Runner) -> Outcome:
     started = time.perf_counter()
     try:
         with silenced_console():
-            results = runner(load_config((), overrides))
+            results = runner(load_checked_config((), overrides))
     except (RunInterrupted, KeyboardInterrupt):
         raise
     except Exception as error:  # a failed run is data for the study, recorded with its traceback

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.config.schema import SCHEMA, Key
 from textbox.hyper.algorithms import ALGORITHMS, get_algorithm
 from textbox.hyper.engine import ENGINE_OPTIONS, Engine, check_engine
@@ -70,7 +71,7 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
         raise TextBoxUserError("--resume=True is not available with --engine=ray yet; resume with --engine=local "
                                "(it reads the same trials.json) or start a new search")
     entries = parse_space_file(options["space"])
-    base = load_config((), run_keys)
+    base = load_checked_config((), run_keys)
     if not (base.do_train and base.do_valid):
         raise TextBoxUserError("run_hyper chooses trials on validation figures: it needs --do_train=True and "
                                "--do_valid=True")
@@ -148,7 +149,7 @@ def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, A
     """Before any trial: a space label that is no config key (or a value of the wrong type) fails here,
     with the message the command line would give."""
     try:
-        load_config((), trial_overrides(run_keys, point, directory, trial_name(0)))
+        load_checked_config((), trial_overrides(run_keys, point, directory, trial_name(0)))
     except ConfigError as error:
         raise ConfigError([f"{problem} [search space {space}, sample point {point}]"
                            for problem in error.problems]) from None

@@ -8,7 +8,7 @@ efficient checkpoint here, and ``load_saved_model`` serves the Trainer's checkpo
 With ``efficient_unfreeze_model=True`` the whole model trains, so the whole model is saved: LoRA/IA3 merged into
 a plain model, BitFit as a plain model, prompt methods as the full base model in ``base_model/`` plus the adapter.
 
-Nothing heavy is imported at module level: textbox.config.validate reads the method names from here.
+Nothing heavy is imported at module level: textbox.model.checks reads the method names from here.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ ATTRIBUTE = "textbox_efficient"  # set on a tuned model: {"method", "unfreeze", 
 
 def method_problems(methods: list[str]) -> list[str]:
     """Unknown names (with a suggestion), repeats and combinations: one method per run."""
-    from textbox.config.loader import suggest
+    from textbox.utils.suggest import suggest
 
     problems = []
     for name in methods:
@@ -122,7 +122,7 @@ def _peft(config: Any, model: Any, method: str, kwargs: dict[str, Any]) -> Any:
     fields = {field.name for field in dataclasses.fields(peft_class)} - _RESERVED
     unknown = sorted(set(kwargs) - fields)
     if unknown:
-        from textbox.config.loader import suggest
+        from textbox.utils.suggest import suggest
 
         raise TextBoxUserError(
             f"--efficient_kwargs: {unknown[0]!r} is not a setting of {method} (peft {class_name})"

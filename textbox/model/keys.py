@@ -13,7 +13,7 @@ settings), so its values are not a request to change a checkpoint. For dict keys
 by one (``set_settings``): ``--config_kwargs={'dropout': 0.2}`` sets dropout only, even though the merged dict
 also holds the yaml's sizes.
 
-Standard library only (plus yaml): textbox.config.validate imports this module.
+Standard library only (plus yaml): textbox.model.checks imports this module.
 """
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def family_yaml_values(model: str) -> dict[str, Any]:
     """The values configs/model/<model>.yaml gives (empty when it has none or cannot be read)."""
     import yaml
 
-    from textbox.config.loader import CONFIG_DIR
+    from textbox.config.layers import CONFIG_DIR
 
     try:
         loaded = yaml.safe_load((CONFIG_DIR / "model" / f"{model.lower()}.yaml").read_text(encoding="utf-8"))

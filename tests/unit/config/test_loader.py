@@ -11,8 +11,9 @@ import yaml
 
 from tests.conftest import PROJECT_ROOT
 from textbox.cli import run_cli
-from textbox.config import ConfigError, load_config
-from textbox.config.loader import parse_argv, parse_value
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError
+from textbox.config.argv import parse_argv, parse_value
 from textbox.config.schema import SCHEMA
 
 
@@ -39,8 +40,8 @@ def test_layers_later_wins(tmp_path: Path, data_dir: Path):
     (configs / "dataset" / "toy.yaml").write_text("eval_batch_size: 300\nseed: 400\nsrc_len: 500\n")
     extra = tmp_path / "extra.yaml"
     extra.write_text("seed: 4000\nsrc_len: 5000\n")
-    config = load_config(["--dataset=toy", f"--data_path={data_dir}", f"--config_files={extra}", "--src_len=7"],
-                         config_dir=configs)
+    config = load_checked_config(["--dataset=toy", f"--data_path={data_dir}", f"--config_files={extra}", "--src_len=7"],
+                                 config_dir=configs)
     assert (config.epochs, config.train_batch_size, config.eval_batch_size, config.seed, config.src_len) == \
         (1, 20, 300, 4000, 7)
     assert config.source_of("seed") == str(extra)
@@ -49,8 +50,8 @@ def test_layers_later_wins(tmp_path: Path, data_dir: Path):
 
 def test_every_problem_is_reported_at_once_with_suggestions(data_dir: Path):
     with pytest.raises(ConfigError) as caught:
-        load_config(["--lerning_rate=0.1", "--epochs=two", "--train_batch_size=True", "--truncate=middle",
-                     f"--data_path={data_dir}"])
+        load_checked_config(["--lerning_rate=0.1", "--epochs=two", "--train_batch_size=True", "--truncate=middle",
+                             f"--data_path={data_dir}"])
     problems = caught.value.problems
     assert len(problems) == 4, problems
     assert "unknown key --lerning_rate; did you mean 'learning_rate'?" in problems[0]
@@ -61,7 +62,7 @@ def test_every_problem_is_reported_at_once_with_suggestions(data_dir: Path):
 
 def test_semantic_problems_name_the_key(tmp_path: Path, data_dir: Path):
     with pytest.raises(ConfigError) as caught:
-        load_config(["--model=bartt", "--dataset=nope", "--metrics=['bleuu']", "--epochs=0"])
+        load_checked_config(["--model=bartt", "--dataset=nope", "--metrics=['bleuu']", "--epochs=0"])
     text = str(caught.value)
     assert "--epochs must be at least 1" in text
     assert "unknown model 'bartt'; did you mean 'bart'?" in text
@@ -71,26 +72,26 @@ def test_semantic_problems_name_the_key(tmp_path: Path, data_dir: Path):
 
 def test_best_model_metric_must_be_produced(data_dir: Path):
     with pytest.raises(ConfigError, match="'rouge-9' is not produced by metrics"):
-        load_config([f"--data_path={data_dir}", "--metrics=['rouge']", "--metrics_for_best_model=['rouge-9']"])
-    config = load_config([f"--data_path={data_dir}", "--metrics=['rouge']",
-                          "--metrics_for_best_model=['ROUGE-1','loss']"])
+        load_checked_config([f"--data_path={data_dir}", "--metrics=['rouge']", "--metrics_for_best_model=['rouge-9']"])
+    config = load_checked_config([f"--data_path={data_dir}", "--metrics=['rouge']",
+                                  "--metrics_for_best_model=['ROUGE-1','loss']"])
     assert config.metrics_for_best_model == ["ROUGE-1", "loss"]
 
 
 def test_model_needs_path_and_local_path_must_exist(data_dir: Path):
     with pytest.raises(ConfigError) as caught:
-        load_config([f"--data_path={data_dir}", "--model=bart"])
+        load_checked_config([f"--data_path={data_dir}", "--model=bart"])
     assert "needs --model_path" in str(caught.value)
     with pytest.raises(ConfigError, match="--model_path: directory ./missing_model does not exist"):
-        load_config([f"--data_path={data_dir}", "--model=bart", "--model_path=./missing_model"])
+        load_checked_config([f"--data_path={data_dir}", "--model=bart", "--model_path=./missing_model"])
 
 
 def test_saved_config_reproduces_the_run(tmp_path: Path, data_dir: Path):
-    first = load_config([f"--data_path={data_dir}", "--epochs=3", "--generation_kwargs={'num_beams': 2}",
-                         "--metrics=['bleu']", "--metrics_for_best_model=['bleu']"])
+    first = load_checked_config([f"--data_path={data_dir}", "--epochs=3", "--generation_kwargs={'num_beams': 2}",
+                                 "--metrics=['bleu']", "--metrics_for_best_model=['bleu']"])
     saved = tmp_path / "config.yaml"
     saved.write_text(first.to_yaml())
-    again = load_config([f"--config_files={saved}"])
+    again = load_checked_config([f"--config_files={saved}"])
     assert {**again.to_dict(), "config_files": []} == {**first.to_dict(), "config_files": []}
 
 
@@ -98,9 +99,9 @@ def test_bad_yaml_names_file_and_line(tmp_path: Path, data_dir: Path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("epochs: 1\nseed: [1, 2\n")
     with pytest.raises(ConfigError, match=r"broken.yaml line \d+: not valid yaml"):
-        load_config([f"--data_path={data_dir}", f"--config_files={broken}"])
+        load_checked_config([f"--data_path={data_dir}", f"--config_files={broken}"])
     with pytest.raises(ConfigError, match="config file .*absent.yaml does not exist"):
-        load_config([f"--data_path={data_dir}", f"--config_files={tmp_path / 'absent.yaml'}"])
+        load_checked_config([f"--data_path={data_dir}", f"--config_files={tmp_path / 'absent.yaml'}"])
 
 
 def test_cli_exit_code_2_and_nothing_written(tmp_path: Path, capsys, monkeypatch):
@@ -136,19 +137,19 @@ def test_every_shipped_yaml_is_valid(path: Path):
 
 @pytest.mark.parametrize("model", sorted(p.stem for p in (PROJECT_ROOT / "configs" / "model").glob("*.yaml")))
 def test_every_model_yaml_loads_through_the_full_validation(model: str, data_dir: Path, tmp_path: Path):
-    config = load_config([f"--model={model}", f"--model_path={tmp_path}", f"--data_path={data_dir}"])
+    config = load_checked_config([f"--model={model}", f"--model_path={tmp_path}", f"--data_path={data_dir}"])
     assert config.model == model
 
 
 @pytest.mark.parametrize("dataset", sorted(p.stem for p in (PROJECT_ROOT / "configs" / "dataset").glob("*.yaml")))
 def test_every_dataset_yaml_loads_through_the_full_validation(dataset: str, data_dir: Path):
-    config = load_config([f"--dataset={dataset}", f"--data_path={data_dir}"])
+    config = load_checked_config([f"--dataset={dataset}", f"--data_path={data_dir}"])
     assert config.dataset == dataset
 
 
 def test_dict_keys_merge_key_by_key_across_layers(data_dir: Path):
     """--config_kwargs={'encoder_layers': 1} changes one size and keeps the rest of the model yaml's."""
-    config = load_config([f"--data_path={data_dir}", "--config_kwargs={'encoder_layers': 1}"])
+    config = load_checked_config([f"--data_path={data_dir}", "--config_kwargs={'encoder_layers': 1}"])
     shipped = yaml.safe_load((PROJECT_ROOT / "configs" / "model" / "transformer.yaml").read_text())["config_kwargs"]
     assert config.config_kwargs == {**shipped, "encoder_layers": 1}
 
@@ -156,7 +157,7 @@ def test_dict_keys_merge_key_by_key_across_layers(data_dir: Path):
 def test_config_pickles_for_worker_processes(data_dir: Path):
     import pickle
 
-    config = load_config([f"--data_path={data_dir}", "--epochs=3"])
+    config = load_checked_config([f"--data_path={data_dir}", "--epochs=3"])
     again = pickle.loads(pickle.dumps(config))
     assert again == config and again.epochs == 3 and again.source_of("epochs") == "command line"
 

@@ -123,7 +123,7 @@ def test_a_value_the_shell_unquoted_gets_a_quoting_hint(data_dir, arg, hint):
 
 
 def test_the_hinted_quoting_parses():
-    from textbox.config.loader import parse_value, quoting_hint
+    from textbox.config.argv import parse_value, quoting_hint
 
     hint = quoting_hint("metrics", "[bleu,rouge]", {"metrics": "command line"})
     suggested = hint.split('"')[1]

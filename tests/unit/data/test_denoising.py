@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from textbox.config import ConfigError, TextBoxUserError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError, TextBoxUserError
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
@@ -203,15 +204,18 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def test_pretraining_is_validated_by_loss_on_a_model_with_a_mask_token(data_dir: Path):
-    load_config([f"--data_path={data_dir}", "--pretrain_task=denoising"])
-    load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gru"])
+    load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising"])
+    load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gru"])
     with pytest.raises(ConfigError) as caught:
-        load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--metrics_for_best_model=['bleu']",
-                     "--mask_ratio=1.5", "--poisson_lambda=0", "--permute_sentence_ratio=-1"])
+        load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising",
+                             "--metrics_for_best_model=['bleu']", "--mask_ratio=1.5", "--poisson_lambda=0",
+                             "--permute_sentence_ratio=-1"])
     text = str(caught.value)
     assert "pre-training is validated by its loss" in text and "--mask_ratio must be in [0, 1]" in text
     assert "--poisson_lambda must be positive" in text and "--permute_sentence_ratio must be in [0, 1]" in text
     with pytest.raises(ConfigError, match="'t5'.s tokenizer has none"):
-        load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=t5", "--model_path=t5-small"])
+        load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=t5",
+                             "--model_path=t5-small"])
     with pytest.raises(ConfigError, match="--model=gpt2 is decoder-only"):
-        load_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gpt2", "--model_path=gpt2"])
+        load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gpt2",
+                             "--model_path=gpt2"])

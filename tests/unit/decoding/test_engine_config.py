@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from textbox.config import ConfigError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError
 from textbox.decoding import engine
 from tests.helpers import make_copy_dataset
 
@@ -16,7 +17,7 @@ def data(tmp_path):
 
 def _problems(data, **overrides):
     with pytest.raises(ConfigError) as error:
-        load_config([], {"dataset": "copy", "data_path": data, **overrides})
+        load_checked_config([], {"dataset": "copy", "data_path": data, **overrides})
     return str(error.value)
 
 
@@ -40,6 +41,6 @@ def test_precision_checks(data):
 
 
 def test_a_valid_config_gives_the_run_options_and_auto_accepts_anything(data):
-    config = load_config([], {"dataset": "copy", "data_path": data, "decoding_precision": "int8", "model": "gru",
-                              "generation_kwargs": {"repetition_penalty": 1.2}, "seed": 7})
+    config = load_checked_config([], {"dataset": "copy", "data_path": data, "decoding_precision": "int8",
+                                      "model": "gru", "generation_kwargs": {"repetition_penalty": 1.2}, "seed": 7})
     assert engine.DecodingOptions.from_values(config) == engine.DecodingOptions("auto", "int8", ".cache/textbox", 7)

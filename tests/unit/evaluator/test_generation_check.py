@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from textbox.cli import run_cli
-from textbox.config import ConfigError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError
 from textbox.evaluator.generation_check import generation_problems
 
 
@@ -75,9 +76,9 @@ def test_good_settings_pass(kwargs):
     assert _problems(kwargs) == []
 
 
-def test_checked_by_load_config_with_the_other_keys(tmp_path: Path):
+def test_checked_by_load_checked_config_with_the_other_keys(tmp_path: Path):
     with pytest.raises(ConfigError) as raised:
-        load_config(["--dataset=pydoc", "--generation_kwargs={'num_beams': 0, 'top_p': 2.0}", "--epochz=1"])
+        load_checked_config(["--dataset=pydoc", "--generation_kwargs={'num_beams': 0, 'top_p': 2.0}", "--epochz=1"])
     message = str(raised.value)
     assert "--generation_kwargs: 'num_beams' must be at least 1, got 0" in message
     assert "--generation_kwargs: 'top_p' must be a number in (0, 1], got 2.0" in message
@@ -95,8 +96,8 @@ def test_cli_exit_2_before_anything_runs(tmp_path: Path, capsys, monkeypatch):
 
 
 def test_plain_configs_do_not_import_transformers():
-    script = ("import sys; from textbox.config import load_config; load_config(['--dataset=pydoc']); "
-              "print('TRANSFORMERS' if 'transformers' in sys.modules else 'NONE')")
+    script = ("import sys; from textbox.checks import load_checked_config; load_checked_config(['--dataset=pydoc']); "
+                      "print('TRANSFORMERS' if 'transformers' in sys.modules else 'NONE')")
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": str(PROJECT_ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr

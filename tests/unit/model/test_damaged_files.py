@@ -14,7 +14,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from textbox.config import TextBoxUserError
 from textbox.config.errors import ConfigError
-from textbox.config.loader import load_config
+from textbox.checks import load_checked_config
 from textbox.model.efficient import load_saved_model
 from textbox.model.files import damaged_files
 from textbox.model.loading import from_pretrained
@@ -62,7 +62,7 @@ def test_an_intact_checkpoint_has_no_damaged_file(saved_bart):
 def test_validation_names_the_damaged_file_before_anything_is_built(damaged):
     checkpoint, file, before = damaged
     with pytest.raises(ConfigError) as error:
-        load_config(["--model=bart", f"--model_path={checkpoint}"])
+        load_checked_config(["--model=bart", f"--model_path={checkpoint}"])
     assert len(error.value.problems) == 1
     assert f"--model_path: file {file} is damaged" in error.value.problems[0]
     assert "restore it from a copy" in error.value.problems[0]
@@ -116,4 +116,4 @@ def test_the_damaged_base_model_of_an_adapter_is_named_in_validation(damaged, tm
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(checkpoint)}))
     with pytest.raises(ConfigError, match=f"file {file} is damaged"):
-        load_config(["--model=bart", f"--model_path={adapter}", "--do_train=False"])
+        load_checked_config(["--model=bart", f"--model_path={adapter}", "--do_train=False"])

@@ -198,12 +198,12 @@ def test_an_efficient_checkpoint_cannot_take_a_second_method(build, tmp_path, ti
 
 
 def test_validation_names_methods_and_combinations():
-    from textbox.config.loader import load_config
+    from textbox.checks import load_checked_config
     from textbox.config.errors import ConfigError
 
     def problems(*argv):
         with pytest.raises(ConfigError) as error:
-            load_config([*argv, "--model=bart", "--model_path=facebook/bart-base"])
+            load_checked_config([*argv, "--model=bart", "--model_path=facebook/bart-base"])
         return str(error.value)
 
     assert "unknown method 'lorra'; did you mean 'lora'?" in problems("--efficient_methods=['lorra']")
@@ -212,4 +212,4 @@ def test_validation_names_methods_and_combinations():
     assert "bitfit takes no settings" in problems("--efficient_methods=['bitfit']", "--efficient_kwargs={'r': 4}")
     assert "decoder_model_path" in problems("--decoder_model_path=bert-base-uncased")
     with pytest.raises(ConfigError, match="tune a pretrained model"):
-        load_config(["--model=transformer", "--efficient_methods=['lora']"])
+        load_checked_config(["--model=transformer", "--efficient_methods=['lora']"])

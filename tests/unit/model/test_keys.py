@@ -10,7 +10,8 @@ import torch
 
 from textbox.config import TextBoxUserError
 from textbox.config.errors import ConfigError
-from textbox.config.loader import Config, load_config
+from textbox.checks import load_checked_config
+from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.model import keys
 from textbox.model.registry import MODELS
@@ -20,7 +21,7 @@ from tests.conftest import PROJECT_ROOT
 def problems(*argv: str) -> list[str]:
     """The configuration problems of a command line (empty when it is accepted)."""
     try:
-        load_config(list(argv))
+        load_checked_config(list(argv))
     except ConfigError as error:
         return error.problems
     return []

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from textbox.config import Config
 from textbox.config.errors import ConfigError, TextBoxUserError
-from textbox.config.loader import suggest
 from textbox.config.schema import DEFAULTS
 from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders
 from textbox.evaluator.metrics.rouge import rouge_figures
+from textbox.utils.suggest import suggest
 
 Options = Mapping[str, Any]
 Goal = Literal["max", "min"] | None
@@ -131,6 +132,32 @@ def metric_problems(names: Sequence[str], options: Options,
     problems = [f"unknown metric {name!r}{suggest(name.lower(), _METRICS)}; "
                 f"available: {', '.join(sorted(_METRICS))}" for name in names if name.lower() not in _METRICS]
     return problems + option_problems(names, options, where)
+
+
+def problems(config: Config) -> list[str]:
+    """The metric keys of a configuration: known metrics, a figure to choose the best model by, valid options
+    (textbox/checks.py calls this with the other registries' checks, before anything runs)."""
+    where = config.where
+    found = []
+    outputs: set[str] = {"loss"}
+    for name in config["metrics"]:
+        try:
+            outputs.update(metric_outputs(name, config))
+        except KeyError:
+            found.append(f"{where('metrics')}: unknown metric {name!r}{suggest(name.lower(), known_metrics())}; "
+                         f"available: {', '.join(sorted(known_metrics()))}")
+    if not config["metrics_for_best_model"]:
+        found.append(f"{where('metrics_for_best_model')} must name at least one figure, e.g. ['loss']")
+    for name in config["metrics_for_best_model"]:
+        if name.lower() not in outputs:
+            found.append(f"{where('metrics_for_best_model')}: {name!r} is not produced by metrics="
+                         f"{list(config['metrics'])}{suggest(name.lower(), outputs)}; "
+                         f"choose from {', '.join(sorted(outputs))}")
+        elif name.lower() != "loss" and figure_goal(name, config) is None:
+            found.append(f"{where('metrics_for_best_model')}: {name!r} is descriptive (neither higher nor lower "
+                         f"is better) and cannot choose a model")
+    found.extend(option_problems(config["metrics"], config, where))
+    return found
 
 
 def compute_metrics(names: Sequence[str], hypotheses: list[str], references: list[list[str]],

@@ -1,0 +1,75 @@
+"""textbox.checks: the config package's problems and every registry's, in one ConfigError, before anything runs;
+the config package on its own imports no registry."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from textbox.checks import check_config, load_checked_config
+from textbox.config import Config, ConfigError, load_config
+from textbox.config.schema import DEFAULTS
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "toy"
+    path.mkdir()
+    for split in ("train", "valid", "test"):
+        (path / f"{split}.src").write_text("a b\n")
+        (path / f"{split}.tgt").write_text("c d\n")
+    return path
+
+
+def test_config_and_registry_problems_come_in_one_error(data: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--data_path={data}", "--epochz=1", "--epochs=0", "--model=bartt",
+                             "--metrics=['bleuu']", "--generation_kwargs={'num_beams': 0}",
+                             "--decoding_backend=transformers", "--decoding_precision=int8"])
+    problems = caught.value.problems
+    assert problems[0].startswith("unknown key --epochz; did you mean 'epochs'?")
+    assert "--epochs must be at least 1, got 0" in problems
+    assert any(p.startswith("--model: unknown model 'bartt'; did you mean 'bart'?") for p in problems)
+    assert any(p.startswith("--metrics: unknown metric 'bleuu'; did you mean 'bleu'?") for p in problems)
+    assert "--generation_kwargs: 'num_beams' must be at least 1, got 0" in problems
+    assert any(p.startswith("--decoding_precision=int8 sets CTranslate2's precision") for p in problems)
+    assert len(problems) == 6, problems
+
+
+def test_the_config_package_alone_reports_only_its_own_problems(data: Path):
+    """load_config (textbox.config) knows no model: an unknown one passes there and is caught by the checks."""
+    config = load_config([f"--data_path={data}", "--model=bartt"])
+    assert config.model == "bartt"
+    with pytest.raises(ConfigError, match="unknown model 'bartt'"):
+        check_config(config)
+
+
+def test_a_config_made_elsewhere_is_checked_before_the_run_writes_anything(tmp_path: Path, data: Path):
+    from textbox.pipeline import run
+
+    values = {**DEFAULTS, "data_path": str(data), "model": "bart", "saved_dir": str(tmp_path / "saved"),
+              "epochs": 0, "tracker": "none"}
+    with pytest.raises(ConfigError) as caught:
+        run(Config(values, {"model": "made.yaml", "epochs": "made.yaml"}))
+    assert caught.value.problems == [
+        "epochs (from made.yaml) must be at least 1, got 0",
+        "model (from made.yaml): model 'bart' needs --model_path=<hub id or local directory>"]
+    assert not (tmp_path / "saved").exists()
+    with pytest.raises(ConfigError, match="unknown key 'epochz'"):
+        check_config(Config({**values, "epochz": 1}))
+
+
+def test_the_config_package_imports_no_registry_and_no_torch(data: Path):
+    script = ("import sys; from textbox.config import load_config; "
+              f"load_config(['--data_path={data}', '--metrics=[\"bleu\"]']); "
+              "print(sorted(m for m in sys.modules if m.startswith(('textbox.model', 'textbox.data', "
+              "'textbox.evaluator', 'textbox.decoding', 'textbox.trainer', 'textbox.checks', 'torch', "
+              "'transformers'))))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(PROJECT_ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+

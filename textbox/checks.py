@@ -1,0 +1,58 @@
+"""Every problem of a configuration, found before anything is built or written, and reported in one ConfigError.
+
+Why a module of its own: the config package (the ground floor) checks what it can see alone (unknown keys, types,
+the rules between keys); what a model, dataset, metric, generation setting or decoding engine accepts is checked
+beside its registry (``problems(config)`` in each). This module sits above the registries and below the
+pipeline, and gathers both. Every entry point (run_textbox, run_hyper, run_multi_seed, the analysis command,
+``pipeline.run`` called directly) goes through it. Nothing heavy is imported: no torch, no transformers unless
+--generation_kwargs needs transformers' own check.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from textbox.config import Config, ConfigError
+from textbox.config.loader import resolve_config
+from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.config.validate import check_semantics, type_problems
+from textbox.data import builtin as datasets
+from textbox.decoding import engine as decoding
+from textbox.evaluator import generation_check as generation
+from textbox.evaluator.metrics import registry as metrics
+from textbox.model import checks as models
+
+
+def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+                        config_dir: Path | None = None) -> Config:
+    """The Config of a command line (and ``overrides``, an extra command-line layer), every problem checked:
+    raise one ConfigError listing them all (the config package's and every registry's)."""
+    resolution = resolve_config(argv, overrides, config_dir)
+    raise_problems([*resolution.problems, *registry_problems(resolution.config)])
+    return resolution.config
+
+
+def check_config(config: Config) -> None:
+    """Check a Config made elsewhere (e.g. by a caller of ``pipeline.run``) as load_checked_config would."""
+    unknown = [name for name in config if name not in SCHEMA]
+    missing = [name for name in SCHEMA if name not in config]
+    problems = [f"unknown key {name!r} (python run_textbox.py --help lists every key)" for name in unknown]
+    problems += [f"key {name!r} is missing from the configuration" for name in missing]
+    if problems:
+        raise ConfigError(problems)
+    sources = {name: config.source_of(name) for name in config}
+    problems, mistyped = type_problems(config, sources)
+    checkable = Config({name: DEFAULTS[name] if name in mistyped else value for name, value in config.items()},
+                       sources)
+    raise_problems([*problems, *check_semantics(checkable, sources), *registry_problems(checkable)])
+
+
+def registry_problems(config: Config) -> list[str]:
+    """What each registry finds in ``config``: model, dataset, metrics, decoding engine, generation settings."""
+    return [*models.problems(config), *datasets.problems(config), *metrics.problems(config),
+            *decoding.problems(config), *generation.problems(config)]
+
+
+def raise_problems(problems: list[str]) -> None:
+    if problems:
+        raise ConfigError(problems)

@@ -1,0 +1,63 @@
+"""The command line: ``--key=value`` pairs whose values are Python literals (ast.literal_eval, never eval).
+
+Why a module of its own: the study commands (run_hyper, run_multi_seed) and the evaluate command parse their own
+options with the same rules, and a value the shell mangled gets the same quoting hint everywhere.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Iterable, Mapping
+
+from textbox.config.schema import SCHEMA
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as a Python literal; anything that is not a literal stays a string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """Parse ``--key=value`` / ``--key value`` pairs. Returns the values and the malformed arguments."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or arg == "--":
+            problems.append(f"argument {arg!r} is not of the form --key=value")
+            i += 1
+            continue
+        body = arg[2:]
+        if "=" in body:
+            key, raw = body.split("=", 1)
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            key, raw = body, args[i + 1]
+            i += 1
+        else:
+            key, raw = body, "True"  # a bare flag: --do_train means --do_train=True
+        values[key.replace("-", "_")] = parse_value(raw)
+        i += 1
+    return values, problems
+
+
+def quoting_hint(name: str, value: Any, sources: Mapping[str, str]) -> str:
+    """When the shell ate the quotes of a list or dict (--metrics=[bleu,rouge]), say how to quote it."""
+    if sources.get(name) != "command line" or not isinstance(value, str):
+        return ""
+    kinds = {part.strip().split("[")[0] for part in SCHEMA[name].type.split("|")}
+    text = value.strip()
+    if not kinds & {"list", "dict"} or not (text[:1] in "[{(" or ("dict" in kinds and ":" in text)):
+        return ""
+    body = text if text[:1] in "[{(" else "{" + text + "}"
+    quoted = re.sub(r"(?<![\w'\"])([A-Za-z_][\w.\-]*)(?![\w'\"])",
+                    lambda word: word.group(1) if word.group(1) in ("True", "False", "None") else f"'{word.group(1)}'",
+                    body)
+    if text[:1] not in "[{(":
+        return (f"; the shell split or unquoted it: quote the whole value, e.g. --{name}=\"{quoted}\" "
+                f"(an unquoted {{a,b}} is expanded by bash into separate arguments)")
+    return f"; the shell removed its quotes: write --{name}=\"{quoted}\" (double quotes around the value)"

@@ -1,0 +1,89 @@
+"""What the model registry checks in a configuration, before anything is built: a known model with the paths it
+needs, undamaged checkpoint files, only keys its builder honours, a usable parameter-efficient method.
+
+Why a module of its own: the config package (below model/) cannot know the models; textbox/checks.py calls
+``problems`` with the other registries' checks. Nothing heavy is imported (no torch, no transformers).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textbox.config import Config
+from textbox.model import keys
+from textbox.model.efficient import is_efficient_checkpoint, method_problems
+from textbox.model.files import damaged_files
+from textbox.model.registry import MODELS
+from textbox.utils.suggest import suggest
+
+# Model families whose tokenizers have no mask token (T5 and Marian use none; T5 has sentinel tokens instead).
+_NO_MASK_MODELS = ("t5", "marian")
+
+
+def problems(config: Config) -> list[str]:
+    """Every problem of ``config``'s model keys (empty when the model can be built as asked)."""
+    return [*_model_problems(config), *_efficient_problems(config), *_pretraining_problems(config)]
+
+
+def _model_problems(config: Config) -> list[str]:
+    """A known model with the paths it needs, and no key set that its builder cannot honour
+    (textbox/model/keys.py declares, per family, what each builder honours)."""
+    where = config.where
+    name = config["model"].lower()
+    if name not in MODELS:
+        return [f"{where('model')}: unknown model {config['model']!r}{suggest(name, MODELS)}; "
+                f"available: {', '.join(sorted(MODELS))}"]
+    found = []
+    path = config["model_path"]
+    if MODELS[name].needs_model_path and not path:
+        found.append(f"{where('model')}: model {name!r} needs --model_path=<hub id or local directory>")
+    if path and _looks_local(path) and not Path(path).exists():
+        found.append(f"{where('model_path')}: directory {path} does not exist")
+        return found
+    for key in ("model_path", "decoder_model_path"):  # found before a run directory exists; the loader names
+        damaged = damaged_files(config[key]) if config[key] else []  # any other file it cannot read
+        if damaged:
+            found.append(f"{where(key)}: {'; '.join(damaged)}; the checkpoint is damaged (e.g. an interrupted "
+                         f"copy or a full disk): restore it from a copy, or write it again")
+    sources = {key: config.source_of(key) for key in config}
+    found.extend(keys.problems(MODELS[name].family, config, sources, where))
+    return found
+
+
+def _looks_local(path: str) -> bool:
+    return path.startswith((".", "/", "~")) or Path(path).exists() or path.count("/") > 1
+
+
+def _efficient_problems(config: Config) -> list[str]:
+    """Parameter-efficient tuning (textbox/model/efficient.py) and encoder-decoder pairs."""
+    where = config.where
+    methods = list(config["efficient_methods"])
+    found = [f"{where('efficient_methods')}: {problem}" for problem in method_problems(methods)]
+    if config["efficient_unfreeze_model"] and not methods:
+        found.append(f"{where('efficient_unfreeze_model')} needs --efficient_methods (without a method the "
+                     f"whole model trains anyway)")
+    if config["efficient_kwargs"] and not methods:
+        found.append(f"{where('efficient_kwargs')} needs --efficient_methods=[<method>] to apply to")
+    if methods and not config["efficient_unfreeze_model"] and (not config["model_path"] or config["from_scratch"]):
+        found.append(f"{where('efficient_methods')} tune a pretrained model that loads again from --model_path "
+                     f"(only the tuned parameters are saved): give --model_path without --from_scratch=True, "
+                     f"or add --efficient_unfreeze_model=True to train and save the whole model")
+    if methods and methods[0].lower() == "bitfit" and config["efficient_kwargs"]:
+        found.append(f"{where('efficient_kwargs')}: bitfit takes no settings, got {config['efficient_kwargs']}")
+    if methods and config["do_train"] and is_efficient_checkpoint(config["model_path"]):
+        found.append(f"{where('efficient_methods')}: --model_path={config['model_path']} holds an efficient "
+                     f"checkpoint already, which continues training as it is; drop --efficient_methods (or "
+                     f"give its base model as --model_path)")
+    decoder = config["decoder_model_path"]
+    if decoder and _looks_local(decoder) and not Path(decoder).exists():
+        found.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")
+    return found
+
+
+def _pretraining_problems(config: Config) -> list[str]:
+    """Denoising replaces spans with a mask token: families known to lack one are refused here (the collator
+    checks any other loaded tokenizer; decoder-only families are refused by textbox/model/keys.py)."""
+    name = config["model"].lower()
+    if config["pretrain_task"] is None or name not in _NO_MASK_MODELS:
+        return []
+    return [f"{config.where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
+            f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint"]
