@@ -18,37 +18,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError, load_config
-from textbox.config.schema import SCHEMA, Key
-from textbox.hyper.algorithms import ALGORITHMS, get_algorithm
-from textbox.hyper.engine import ENGINE_OPTIONS, Engine, check_engine
+from textbox.hyper.algorithms import get_algorithm
 from textbox.hyper.objective import Objective
-from textbox.hyper.options import split_options, usage
-from textbox.hyper.runner import Job, Outcome, Runner, execute, run_jobs
+from textbox.hyper.options import SEARCH_OPTIONS
 from textbox.hyper.space import parse_space_file
 from textbox.hyper.store import SearchStore, TrialRecord, trial_name
-from textbox.hyper.study import study_directory, study_logger
 from textbox.hyper.summary import write_search_report, write_trials_csv
+from textbox.hyper.trials import fit_key_types, trial_overrides
+from textbox.study.directory import study_directory, study_logger
+from textbox.study.engine import Engine, check_engine
+from textbox.study.options import split_options
+from textbox.study.runner import Job, Outcome, Runner, execute, run_jobs
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import FILE_ONLY
 
 if TYPE_CHECKING:
     from textbox.hyper.optimizer import Optimizer, Suggestion
-
-SEARCH_OPTIONS = [
-    Key("space", "str", None, "Search-space file, one '<label> <algorithm> <space>' per line "
-                              "(e.g. configs/hyper/example.space).", "search"),
-    Key("algo", "str", "exhaustive", "exhaustive (every point of a discrete grid once), random, tpe (or bayes), "
-                                     "anneal, atpe (needs lightgbm and scikit-learn).", "search", tuple(ALGORITHMS)),
-    Key("max_evals", "int|None", None, "Trials to run, failed ones included; default: the grid size for "
-                                       "exhaustive (required for the other algorithms).", "search"),
-    Key("workers", "int", 1, "Trials run at once, each in a worker process of its own.", "search"),
-    Key("resume", "bool", False, "Continue the search in --saved_dir/--filename from its finished trials.", "search"),
-    *ENGINE_OPTIONS,
-]
-HELP = usage("usage: python run_hyper.py --space=<file> [--algo=exhaustive] [--max_evals=N] [--workers=N] "
-             "[--resume=True] [--engine=local|ray [--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] "
-             "[--key=value ...]", SEARCH_OPTIONS)
-
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -100,7 +85,8 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     recorder = TrialRecorder(store, objective, max_evals, logger)
     try:
         if engine.name == "ray":
-            from textbox.hyper.ray_engine import ray_session, search_on_ray
+            from textbox.hyper.tune_search import search_on_ray
+            from textbox.study.ray_engine import ray_session
 
             planned, done_before = max_evals - len(store.records), len(store.records)
             with ray_session(engine):
@@ -152,22 +138,6 @@ def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, A
     except ConfigError as error:
         raise ConfigError([f"{problem} [search space {space}, sample point {point}]"
                            for problem in error.problems]) from None
-
-
-def trial_overrides(run_keys: dict[str, Any], params: dict[str, Any], directory: Path, name: str) -> dict[str, Any]:
-    """A trial's keys: the search's run keys, its point, its own directory, and no test run."""
-    return {**run_keys, **_fit_key_types(params), "saved_dir": str(directory), "filename": name, "do_test": False}
-
-
-def _fit_key_types(params: dict[str, Any]) -> dict[str, Any]:
-    """quniform and friends give floats such as 32.0; a key typed int gets 32."""
-    fitted = dict(params)
-    for label, value in params.items():
-        key = SCHEMA.get(label)
-        if (key and isinstance(value, float) and value.is_integer() and key.type_error(value)
-                and not key.type_error(int(value))):
-            fitted[label] = int(value)
-    return fitted
 
 
 def _engine_text(engine: Engine, workers: int) -> str:
@@ -246,7 +216,7 @@ def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, run
     logger.info(f"testing the best trial {trial_name(best.tid)} ({_format_params(best.params)})")
     from textbox.config.run_config import MODEL_BUILDING
 
-    keys = {key: value for key, value in {**run_keys, **_fit_key_types(best.params)}.items()
+    keys = {key: value for key, value in {**run_keys, **fit_key_types(best.params)}.items()
             if key not in MODEL_BUILDING}  # the trial's checkpoint_best already holds the model they built
     overrides = {**keys, "model_path": str(Path(best.run_dir) / "checkpoint_best"), "do_train": False,
                  "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import TextBoxUserError
-from textbox.hyper.study import create_study_directory
+from textbox.study.directory import create_study_directory
 from textbox.utils.atomic import write_text_atomic
 
 TRIAL_DIR = re.compile(r"trial-(\d+)$")

@@ -7,7 +7,7 @@ from typing import Any
 
 from textbox.hyper.objective import Objective
 from textbox.hyper.store import TrialRecord, trial_name
-from textbox.report import markdown_table, plot_search, write_csv
+from textbox.study.tables import markdown_table, plot_search, write_csv
 from textbox.utils.atomic import write_text_atomic
 
 

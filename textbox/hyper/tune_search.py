@@ -1,95 +1,35 @@
-"""--engine=ray: search trials as Ray Tune trials, seed runs as Ray tasks; each is one ordinary pipeline run.
+"""--engine=ray for the search: trials as Ray Tune trials, each one ordinary pipeline run.
 
-Imported only when a study runs on Ray (it imports ray at the top). What is recorded (trials.csv,
-best.json, seeds.csv ...) stays with the driver's own code: a trial reports its Outcome to Tune, and a
-driver-side callback hands it to the same recorder as the local engine.
-
-- Search: Tune's HyperOptSearch runs hyperopt's own suggest function of --algo (tpe, anneal, atpe, random,
-  and grid.suggest for exhaustive, so the grid is the same true grid in the same order) on the space
-  objects of space.py. hyperopt's trial id numbers the trial's directory (trial-NNN). Tune minimises
-  LOSS, the negated selection score; a failed trial reports NaN and is told to hyperopt as failed.
-- Devices: a run gets the resources of --trial_resources; Ray sets its CUDA_VISIBLE_DEVICES (no gpu_id).
-- A worker that dies makes its run a failed row (Tune's max_failures=0, a task's max_retries=0): no hang.
+Tune's HyperOptSearch runs hyperopt's own suggest function of --algo (tpe, anneal, atpe, random, and
+grid.suggest for exhaustive, so the grid is the same true grid in the same order) on the space objects of
+space.py. hyperopt's trial id numbers the trial's directory (trial-NNN). Tune minimises LOSS, the negated
+selection score; a failed trial reports NaN and is told to hyperopt as failed. A trial reports its Outcome to
+Tune, and a driver-side callback hands it to the same recorder as the local engine (trials.csv, best.json).
+A worker that dies makes its trial a failed row (Tune's max_failures=0): no hang.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-import ray
 from ray import tune
 from ray.tune.search import Searcher
 from ray.tune.search.hyperopt import HyperOptSearch
 
-from textbox.config import TextBoxUserError
-from textbox.hyper.engine import Engine
 from textbox.hyper.objective import Objective
-from textbox.hyper.runner import Job, Outcome, Runner, execute
 from textbox.hyper.store import trial_name
+from textbox.hyper.trials import trial_overrides
+from textbox.study.ray_engine import tune_resources
+from textbox.study.runner import Outcome, Runner, execute
 
 LOSS = "loss"  # what Tune minimises: -selection score, NaN for a failed trial
 OUTCOME = "textbox_outcome"  # the run's Outcome as JSON, read back by the driver
 TUNE_DIR = "tune"  # Tune's own experiment directory inside the study directory
 
-
-@contextlib.contextmanager
-def ray_session(engine: Engine) -> Iterator[None]:
-    """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it."""
-    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")  # trials keep the driver's directory: relative paths hold
-    try:
-        # "local": a new instance even where an earlier `ray start` left its address behind (ray.init() with no
-        # address would join that one, and wait without end when it is gone)
-        ray.init(address=engine.address or "local", include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"RAY_CHDIR_TO_TRIAL_DIR": "0"}})
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        where = f"the Ray cluster at --ray_address={engine.address}" if engine.address else "a local Ray instance"
-        raise TextBoxUserError(f"cannot start or join {where}: {error}; check that `ray start --head` runs there "
-                               f"(ray status; a cluster with token authentication, `ray start`'s default, also needs "
-                               f"RAY_AUTH_MODE=token here), or leave --ray_address out for a local instance") from None
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def _task_options(resources: dict[str, float]) -> dict[str, Any]:
-    return {"num_cpus": resources.get("cpu", 0), "num_gpus": resources.get("gpu", 0)}
-
-
-# --- seeds (and any list of independent runs): one Ray task each ---------------------------------------------
-
-def run_jobs_on_ray(jobs: list[Job[Any]], on_outcome: Callable[[Any, Outcome], None], resources: dict[str, float],
-                    runner: Runner) -> None:
-    """Run every job as a Ray task holding ``resources``; hand each Outcome over as it finishes."""
-    task = ray.remote(max_retries=0, **_task_options(resources))(execute)
-    pending = {task.remote(job.overrides, runner): job.key for job in jobs}
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                key = pending.pop(ref)
-                try:
-                    outcome = ray.get(ref)
-                except ray.exceptions.RayError as error:  # the worker died, or the run was stopped in it
-                    outcome = Outcome(None, f"the Ray worker running it failed: {_first_line(error)}", str(error), 0.0)
-                on_outcome(key, outcome)
-    finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-# --- search: Ray Tune ---------------------------------------------------------------------------------------
 
 class _UsedUp(Exception):
     """The exhaustive grid has no point left."""
@@ -134,8 +74,6 @@ def _plain(value: Any) -> Any:
 def _trial(config: dict[str, Any], run_keys: dict[str, Any], directory: str, objective: Objective,
            runner: Runner) -> None:
     """One Tune trial: the ordinary run of the trial's keys in directory/trial-NNN, its Outcome reported."""
-    from textbox.hyper.search import trial_overrides
-
     name = trial_name(config["tid"])
     run_dir = Path(directory) / name
     if run_dir.exists():  # left by an earlier attempt of this same trial (interrupted, restored by Tune)
@@ -170,7 +108,7 @@ def search_on_ray(space: dict[str, Any], algorithm: Callable[..., list[dict[str,
     """Run ``trials`` Tune trials; each finished one is recorded on the driver as it ends."""
     trainable = tune.with_resources(
         tune.with_parameters(_trial, run_keys=run_keys, directory=str(directory.resolve()), objective=objective,
-                             runner=runner), _tune_resources(resources))
+                             runner=runner), tune_resources(resources))
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(search_alg=TextBoxSearch(space, algorithm, seed), num_samples=trials,
@@ -180,5 +118,3 @@ def search_on_ray(space: dict[str, Any], algorithm: Callable[..., list[dict[str,
     tuner.fit()
 
 
-def _tune_resources(resources: dict[str, float]) -> dict[str, float]:
-    return {name: amount for name, amount in resources.items() if amount}
