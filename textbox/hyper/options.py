@@ -15,8 +15,13 @@ SEARCH_OPTIONS = [
                                        "exhaustive (required for the other algorithms).", "search"),
     Key("workers", "int", 1, "Trials run at once, each in a worker process of its own.", "search"),
     Key("resume", "bool", False, "Continue the search in --saved_dir/--filename from its finished trials.", "search"),
+    Key("early_stop", "str", "none", "--engine=ray: asha stops trials whose validation score falls behind at a "
+                                     "rung (Tune's ASHAScheduler on the objective, time = validations done; "
+                                     "grace 1 validation, reduction factor 4); stopped trials are 'stopped' rows.",
+        "search", ("none", "asha")),
     *ENGINE_OPTIONS,
 ]
 HELP = usage("usage: python run_hyper.py --space=<file> [--algo=exhaustive] [--max_evals=N] [--workers=N] "
-             "[--resume=True] [--engine=local|ray [--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] "
+             "[--resume=True] [--engine=local|ray [--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"] "
+             "[--early_stop=asha]] "
              "[--key=value ...]", SEARCH_OPTIONS)
