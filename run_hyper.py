@@ -10,7 +10,8 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from textbox.cli import report_user_error, wants_help
     from textbox.config import TextBoxError
-    from textbox.hyper.search import HELP, run_search
+    from textbox.hyper.options import HELP
+    from textbox.hyper.search import run_search
 
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):

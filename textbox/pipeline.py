@@ -9,7 +9,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from textbox.checks import check_config
 from textbox.config import Config, TextBoxUserError
@@ -108,8 +108,9 @@ def build_accelerator(config: Config) -> Any:
     )
 
 
-def run(config: Config) -> dict[str, Any]:
-    """Train, validate and test as the config says; return (and write) the results.
+def run(config: Config, *, on_validation: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
+    """Train, validate and test as the config says; return (and write) the results. ``on_validation(step,
+    figures)`` is called on the main process after each validation (a study reports it to Ray Tune).
 
     Everything that can fail on the user's input (config, devices, run directory name, data, model) is tried
     before the run directory is made; a failure after it exists is written to its project.log and the run marked
@@ -120,7 +121,7 @@ def run(config: Config) -> dict[str, Any]:
     if accelerator.mixed_precision != config.mixed_precision:  # the launcher's: config.yaml records what ran
         config = config.replace(mixed_precision=accelerator.mixed_precision)
     try:
-        return _run(config, accelerator)
+        return _run(config, accelerator, on_validation)
     except BaseException as error:
         from textbox.utils.distributed import is_shared, leave_process_group
 
@@ -133,7 +134,7 @@ def run(config: Config) -> dict[str, Any]:
         release_log_file()
 
 
-def _run(config: Config, accelerator: Any) -> dict[str, Any]:
+def _run(config: Config, accelerator: Any, on_validation: Any = None) -> dict[str, Any]:
     from textbox.trainer.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
     from textbox.utils.logging import attach_log_file, start_logging
 
@@ -161,7 +162,7 @@ def _run(config: Config, accelerator: Any) -> dict[str, Any]:
     if accelerator.is_main_process:
         attach_log_file(run_dir)
     try:
-        results = _run_in_directory(config, accelerator, run_dir, logger, prepared)
+        results = _run_in_directory(config, accelerator, run_dir, logger, prepared, on_validation)
         _write_results(results, run_dir, started, accelerator, logger)
     except BaseException as error:
         shown = _failed(error, run_dir, accelerator, logger)
@@ -196,7 +197,7 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any,
-                      prepared: tuple[Any, ...]) -> dict[str, Any]:
+                      prepared: tuple[Any, ...], on_validation: Any = None) -> dict[str, Any]:
     from textbox.trainer.run_dir import write_run_config
 
     if accelerator.is_main_process:
@@ -206,7 +207,7 @@ def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: A
         accelerator.project_configuration.set_directories(str(run_dir))
         accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
         accelerator.init_trackers("textbox", config=_tracker_hparams(config))
-    return _train_and_test(config, accelerator, run_dir, logger, *prepared)
+    return _train_and_test(config, accelerator, run_dir, logger, *prepared, on_validation=on_validation)
 
 
 def _failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) -> BaseException:
@@ -276,7 +277,7 @@ def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, A
 
 
 def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any, splits: Any, model: Any,
-                    tokenizer: Any, tokenized: Any) -> dict[str, Any]:
+                    tokenizer: Any, tokenized: Any, on_validation: Any = None) -> dict[str, Any]:
     from textbox.data.collate import make_collator
     from textbox.model.loading import count_parameters
     from textbox.trainer.loop import EvalSet, Trainer
@@ -285,6 +286,7 @@ def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
 
     trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, model, tokenizer), run_dir, logger)
+    trainer.on_validation = on_validation
     results: dict[str, Any] = {}
     if config.do_train:
         valid = EvalSet(tokenized["valid"], splits["valid"]) if "valid" in splits else None

@@ -121,7 +121,7 @@ def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path:
 def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
     from textbox.config import TextBoxError
     from textbox.hyper.search import run_search
-    from textbox.multi_seed import run_multi_seed
+    from textbox.seeds import run_multi_seed
     from tests.integration.ray_runs import killing_run  # by package name: Ray workers import it
 
     data = make_copy_dataset(tmp_path / "data", {"train": 4, "valid": 2, "test": 2})
@@ -139,32 +139,3 @@ def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
     _, rows = read_csv(study.directory / "seeds.csv")
     assert [(row["seed"], row["status"]) for row in rows] == [("2020", "ok"), ("2021", "failed")]
     assert "the Ray worker running it failed" in rows[1]["error"] and study.failed.keys() == {2021}
-
-
-@pytest.mark.slow
-def test_an_interrupted_ray_search_says_how_to_go_on_and_the_local_engine_finishes_it(tmp_path: Path, monkeypatch):
-    from tests.integration.ray_runs import interrupting_run
-    from tests.unit.hyper import test_search
-    from textbox.config import RunInterrupted
-    from textbox.hyper.search import run_search
-
-    monkeypatch.setenv("TEXTBOX_TEST_DRIVER_PID", str(os.getpid()))
-    data = make_copy_dataset(tmp_path / "data", {"train": 4, "valid": 2, "test": 2})
-    space = tmp_path / "lr.space"
-    space.write_text("learning_rate choice [0.001, 0.002, 0.003]\n")
-    args = [f"--space={space}", "--filename=search", "--metrics_for_best_model=['loss']", f"--data_path={data}",
-            f"--saved_dir={tmp_path / 'saved'}"]
-    with pytest.raises(RunInterrupted, match="--engine=local .*--filename=search --resume=True") as stop:
-        run_search([*args, "--engine=ray"], runner=interrupting_run)
-    assert stop.value.exit_code == 130
-    directory = tmp_path / "saved" / "search"
-    _, before = read_csv(directory / "trials.csv")
-    assert "0.002" not in {row["learning_rate"] for row in before}  # trial-001 never finished
-
-    test_search.CALLS.clear()
-    result = run_search([*args, "--resume=True"], runner=test_search.fake_run)
-    _, after = read_csv(result.directory / "trials.csv")
-    assert after[:len(before)] == before
-    assert sorted(row["learning_rate"] for row in after) == ["0.001", "0.002", "0.003"]  # each point once
-    trained = [call["point"][0] for call in test_search.CALLS if not call["do_test"]]
-    assert sorted(trained) == sorted({0.001, 0.002, 0.003} - {float(row["learning_rate"]) for row in before})

@@ -1,2 +1,2 @@
-"""Analysis of finished runs' test generations (``python -m textbox.analyze``): per-example statistics,
+"""Analysis of finished runs' test generations (``python -m textbox.analysis``): per-example statistics,
 source-length buckets, bootstrap tests and the markdown report with its plots."""

@@ -99,7 +99,7 @@ def _anchored_paths(stored: Mapping[str, Any], run_dir: Path) -> dict[str, str]:
     if stored.get("data_format") != "hub" and not Path(anchored.get("data_path", dataset_directory)).is_dir():
         looked_in = ", ".join(str(base) for base in bases)
         raise DataError(f"the test set of run {run_dir} is not found: {dataset_directory} does not exist "
-                        f"(looked in {looked_in}); run python -m textbox.analyze from the directory the run was "
+                        f"(looked in {looked_in}); run python -m textbox.analysis from the directory the run was "
                         f"started in")
     return anchored
 

@@ -19,37 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
-from textbox.config.schema import SCHEMA, Key
-from textbox.hyper.algorithms import ALGORITHMS, get_algorithm
-from textbox.hyper.engine import ENGINE_OPTIONS, Engine, check_engine
+from textbox.hyper.algorithms import get_algorithm
 from textbox.hyper.objective import Objective
-from textbox.hyper.options import split_options, usage
-from textbox.hyper.runner import Job, Outcome, Runner, execute, run_jobs
+from textbox.hyper.options import SEARCH_OPTIONS
+from textbox.hyper.recorder import TrialRecorder, format_params
 from textbox.hyper.space import parse_space_file
-from textbox.hyper.store import SearchStore, TrialRecord, trial_name
-from textbox.hyper.study import study_directory, study_logger
-from textbox.hyper.summary import write_search_report, write_trials_csv
+from textbox.hyper.store import SearchStore, TrialRecord, check_engine_record, trial_name
+from textbox.hyper.summary import write_search_report
+from textbox.hyper.trials import fit_key_types, trial_overrides
+from textbox.study.directory import study_directory, study_logger
+from textbox.study.engine import Engine, check_engine
+from textbox.study.options import split_options
+from textbox.study.runner import Job, Outcome, Runner, execute, run_jobs
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import FILE_ONLY
 
 if TYPE_CHECKING:
     from textbox.hyper.optimizer import Optimizer, Suggestion
-
-SEARCH_OPTIONS = [
-    Key("space", "str", None, "Search-space file, one '<label> <algorithm> <space>' per line "
-                              "(e.g. configs/hyper/example.space).", "search"),
-    Key("algo", "str", "exhaustive", "exhaustive (every point of a discrete grid once), random, tpe (or bayes), "
-                                     "anneal, atpe (needs lightgbm and scikit-learn).", "search", tuple(ALGORITHMS)),
-    Key("max_evals", "int|None", None, "Trials to run, failed ones included; default: the grid size for "
-                                       "exhaustive (required for the other algorithms).", "search"),
-    Key("workers", "int", 1, "Trials run at once, each in a worker process of its own.", "search"),
-    Key("resume", "bool", False, "Continue the search in --saved_dir/--filename from its finished trials.", "search"),
-    *ENGINE_OPTIONS,
-]
-HELP = usage("usage: python run_hyper.py --space=<file> [--algo=exhaustive] [--max_evals=N] [--workers=N] "
-             "[--resume=True] [--engine=local|ray [--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] "
-             "[--key=value ...]", SEARCH_OPTIONS)
-
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -67,9 +53,10 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
         from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, SEARCH_OPTIONS)
     engine = check_engine(options, run_keys)
-    if engine.name == "ray" and options["resume"]:
-        raise TextBoxUserError("--resume=True is not available with --engine=ray yet; resume with --engine=local "
-                               "(it reads the same trials.json) or start a new search")
+    if options["early_stop"] != "none" and engine.name != "ray":
+        raise TextBoxUserError(f"--early_stop={options['early_stop']} needs --engine=ray (Tune's scheduler stops "
+                               f"trials at their validations); the local engine runs every trial to its end: add "
+                               f"--engine=ray or leave --early_stop out")
     entries = parse_space_file(options["space"])
     base = load_checked_config((), run_keys)
     if not (base.do_train and base.do_valid):
@@ -83,31 +70,33 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     settings = {"space": [[e.label, e.algorithm, list(e.arguments)] for e in entries], "algo": options["algo"],
                 "run_keys": run_keys}
     store = SearchStore.open(directory, settings, options["resume"])
+    check_engine_record(directory, {"engine": engine.name, "max_evals": max_evals,
+                                    "early_stop": options["early_stop"]}, options["resume"])
     logger = study_logger(directory, "hyper")
     for record in store.records:
         optimizer.replay(record.tid, record.raw, record.score)
     logger.info(f"search directory {directory}; {options['algo']} over {len(entries)} parameter(s), "
                 f"max_evals={max_evals}, {_engine_text(engine, options['workers'])}; objective: "
                 f"{objective.describe()}")
-    if options["resume"]:
+    if options["resume"] and engine.name == "ray":
+        logger.info(f"resuming: {len(store.records)} finished trial(s) kept; Ray Tune restores its record "
+                    f"({directory / 'tune'}) and starts the unfinished trials afresh under their own trial ids")
+    elif options["resume"]:
         logger.info(f"resuming: {len(store.records)} finished trial(s) kept; interrupted ones (directories left as "
                     f"they are, points suggested anew): {', '.join(store.interrupted_trials()) or 'none'}")
     resume_hint = f"continue it with the same arguments plus --filename={directory.name} --resume=True"
-    if engine.name == "ray":  # Tune's own restore is not wired in yet: the local engine reads the same trials.json
-        resume_hint = (f"continue it with --engine=local (leave --engine, --ray_address and --trial_resources out), "
-                       f"the other arguments plus --filename={directory.name} --resume=True")
     logger.info(f"if the search is interrupted, {resume_hint}")
 
     recorder = TrialRecorder(store, objective, max_evals, logger)
     try:
         if engine.name == "ray":
-            from textbox.hyper.ray_engine import ray_session, search_on_ray
+            from textbox.hyper.tune_search import search_on_ray
+            from textbox.study.ray_engine import ray_session
 
-            planned, done_before = max_evals - len(store.records), len(store.records)
             with ray_session(engine):
-                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, planned, run_keys, directory,
-                              objective, engine.resources, runner, recorder.record)
-            if len(store.records) - done_before < planned:  # Tune returns from a Ctrl-C after saving its state
+                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, max_evals, run_keys, directory,
+                              objective, engine.resources, runner, recorder.record, options["early_stop"])
+            if len(store.records) < max_evals:  # Tune returns from a Ctrl-C after saving its state
                 raise RunInterrupted("the Ray Tune run was stopped", 130)
         else:
             trials = _TrialLoop(optimizer, recorder, run_keys, max_evals, logger)
@@ -155,55 +144,10 @@ def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, A
                            for problem in error.problems]) from None
 
 
-def trial_overrides(run_keys: dict[str, Any], params: dict[str, Any], directory: Path, name: str) -> dict[str, Any]:
-    """A trial's keys: the search's run keys, its point, its own directory, and no test run."""
-    return {**run_keys, **_fit_key_types(params), "saved_dir": str(directory), "filename": name, "do_test": False}
-
-
-def _fit_key_types(params: dict[str, Any]) -> dict[str, Any]:
-    """quniform and friends give floats such as 32.0; a key typed int gets 32."""
-    fitted = dict(params)
-    for label, value in params.items():
-        key = SCHEMA.get(label)
-        if (key and isinstance(value, float) and value.is_integer() and key.type_error(value)
-                and not key.type_error(int(value))):
-            fitted[label] = int(value)
-    return fitted
-
-
 def _engine_text(engine: Engine, workers: int) -> str:
     if engine.name == "local":
         return f"workers={workers}"
     return f"engine=ray ({engine.address or 'local instance'}), {engine.resources} per trial"
-
-
-class TrialRecorder:
-    """Records each finished trial, whichever engine ran it: store, trials.csv, error.txt, log line."""
-
-    def __init__(self, store: SearchStore, objective: Objective, max_evals: int, logger: logging.Logger):
-        self.store, self.objective, self.max_evals, self.logger = store, objective, max_evals, logger
-
-    def record(self, tid: int, params: dict[str, Any], raw: dict[str, Any], outcome: Outcome) -> float | None:
-        """The trial's selection score (None when it failed), after recording it."""
-        valid = (outcome.results or {}).get("valid", {})
-        error = outcome.error or self.objective.problem(valid)
-        score = None if error else self.objective.score(valid)
-        run_dir = self.store.directory / trial_name(tid)
-        record = TrialRecord(tid, params, raw, score, valid, round(outcome.seconds, 1), error, str(run_dir))
-        if outcome.traceback:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(run_dir / "error.txt", outcome.traceback)
-        self.store.add(record)
-        write_trials_csv(self.store.directory, self.store.records)
-        best = self.store.best()
-        if error:
-            self.logger.warning(f"{trial_name(tid)} ({_format_params(params)}) failed after "
-                                f"{outcome.seconds:.0f} s: {error}")
-        else:
-            self.logger.info(f"{trial_name(tid)} ({_format_params(params)}) finished in "
-                             f"{outcome.seconds:.0f} s: score {score:.4g}; best so far "
-                             f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
-        return score
 
 
 class _TrialLoop:
@@ -226,7 +170,7 @@ class _TrialLoop:
         self.running[self.tid] = suggestion
         self.tid += 1
         name = trial_name(suggestion.tid)
-        self.logger.info(f"{name} starts: {_format_params(suggestion.params)}", extra=FILE_ONLY)  # study.log only
+        self.logger.info(f"{name} starts: {format_params(suggestion.params)}", extra=FILE_ONLY)  # study.log only
         return Job(suggestion.tid, trial_overrides(self.run_keys, suggestion.params, self.store.directory, name))
 
     def finish(self, tid: int, outcome: Outcome) -> None:
@@ -244,10 +188,10 @@ def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, run
     if test_dir.exists():
         logger.info(f"removing the unfinished test run {test_dir}")
         shutil.rmtree(test_dir)
-    logger.info(f"testing the best trial {trial_name(best.tid)} ({_format_params(best.params)})")
+    logger.info(f"testing the best trial {trial_name(best.tid)} ({format_params(best.params)})")
     from textbox.config.run_config import MODEL_BUILDING
 
-    keys = {key: value for key, value in {**run_keys, **_fit_key_types(best.params)}.items()
+    keys = {key: value for key, value in {**run_keys, **fit_key_types(best.params)}.items()
             if key not in MODEL_BUILDING}  # the trial's checkpoint_best already holds the model they built
     overrides = {**keys, "model_path": str(Path(best.run_dir) / "checkpoint_best"), "do_train": False,
                  "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}
@@ -256,8 +200,3 @@ def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, run
         test_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(test_dir / "error.txt", outcome.traceback)
     return (outcome.results or {}).get("test"), outcome.error
-
-
-def _format_params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{label}={value:.4g}" if isinstance(value, float) else f"{label}={value!r}"
-                     for label, value in params.items())

@@ -1,8 +1,10 @@
-"""What a search keeps on disk so that an interrupted one resumes: settings.json and trials.json.
+"""What a search keeps on disk so that an interrupted one resumes: settings.json, trials.json, engine.json.
 
 trials.json holds every finished trial and is rewritten atomically after each one, so a kill at any
 moment leaves the previous complete list. A trial that was running when the search stopped is not in
-it: a resumed search suggests it again under a new trial id (its directory is left as it was).
+it: on the local engine a resumed search suggests it again under a new trial id (its directory is left as
+it was). engine.json (Ray searches only) says that Tune's own record (tune/) continues the search, and with
+which --max_evals and --early_stop it was started.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import TextBoxUserError
-from textbox.hyper.study import create_study_directory
+from textbox.study.directory import create_study_directory
 from textbox.utils.atomic import write_text_atomic
 
 TRIAL_DIR = re.compile(r"trial-(\d+)$")
@@ -31,10 +33,14 @@ class TrialRecord:
     seconds: float
     error: str | None
     run_dir: str
+    stopped: bool = False  # stopped early by the scheduler (--early_stop): no score, its last figures in valid
 
     @property
     def status(self) -> str:
-        return "failed" if self.score is None else "ok"
+        return "stopped" if self.stopped else "failed" if self.score is None else "ok"
+
+
+ENGINE_FILE = "engine.json"
 
 
 def trial_name(tid: int) -> str:
@@ -70,7 +76,9 @@ class SearchStore:
         return cls(directory, [TrialRecord(**row) for row in rows])
 
     def add(self, record: TrialRecord) -> None:
-        self.records.append(record)
+        """Keep ``record``; it replaces an earlier one of its trial id (a Ray trial that Tune's restore ran again
+        because the driver stopped between recording it and saving Tune's own record)."""
+        self.records = [kept for kept in self.records if kept.tid != record.tid] + [record]
         rows = [asdict(record) for record in self.records]
         write_text_atomic(self.directory / "trials.json", json.dumps(rows, indent=2, default=repr) + "\n")
 
@@ -94,3 +102,24 @@ class SearchStore:
 def _normalise(settings: dict[str, Any]) -> dict[str, Any]:
     """As JSON would give it back (tuples become lists), so that saved and current settings compare."""
     return json.loads(json.dumps(settings, default=repr))
+
+
+def check_engine_record(directory: Path, record: dict[str, Any], resume: bool) -> None:
+    """A new Ray search writes ``record`` (engine, max_evals, early_stop) to engine.json; a resumed search must
+    run on the engine it started on (Tune restores its own record; the local engine reads trials.json), and on
+    Ray with the same max_evals and early_stop, which Tune's restored record keeps."""
+    path = directory / ENGINE_FILE
+    if not resume:
+        if record["engine"] == "ray":
+            write_text_atomic(path, json.dumps(record, indent=2) + "\n")
+        return
+    saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"engine": "local"}
+    if saved["engine"] != record["engine"]:
+        raise TextBoxUserError(f"--resume=True: {directory} was searched with --engine={saved['engine']}; resume it "
+                               f"with --engine={saved['engine']} (the same engine continues its own record of the "
+                               f"trials)")
+    changed = [f"--{name}={saved.get(name)} (now {record[name]})" for name in record
+               if saved["engine"] == "ray" and saved.get(name) != record[name]]
+    if changed:
+        raise TextBoxUserError(f"--resume=True: Ray Tune continues {directory} as it was started: give "
+                               f"{' and '.join(changed)}")

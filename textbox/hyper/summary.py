@@ -7,7 +7,7 @@ from typing import Any
 
 from textbox.hyper.objective import Objective
 from textbox.hyper.store import TrialRecord, trial_name
-from textbox.report import markdown_table, plot_search, write_csv
+from textbox.study.tables import markdown_table, plot_search, write_csv
 from textbox.utils.atomic import write_text_atomic
 
 
@@ -30,14 +30,15 @@ def write_search_report(directory: Path, records: list[TrialRecord], best: Trial
         best_json = {"trial": trial_name(best.tid), "params": best.params, "objective": objective.describe(),
                      "score": best.score, "valid": best.valid, "test": test, "run_dir": best.run_dir}
         write_text_atomic(directory / "best.json", json.dumps(best_json, indent=2, default=repr) + "\n")
+    stopped = sum(record.stopped for record in records)
     plot_search(directory / "search.png", [r.tid for r in records], [r.score for r in records],
                 {label: [r.params.get(label) for r in records] for label in _ordered_union(r.params for r in records)},
-                "score (higher is better)")
+                "score (higher is better)", stopped=stopped)
     failed = [record for record in records if record.score is None]
     lines = ["# Hyper-parameter search", "",
              f"- directory: {directory}",
              f"- space: {space}; algorithm: {algo}; trials: {len(records)} of max_evals {max_evals}, "
-             f"{len(failed)} failed",
+             f"{len(failed) - stopped} failed" + (f", {stopped} stopped early" if stopped else ""),
              f"- objective: {objective.describe()}; the test split is scored for the best trial only", ""]
     if best is not None:
         lines += [f"## Best: {trial_name(best.tid)}", "",
@@ -45,7 +46,7 @@ def write_search_report(directory: Path, records: list[TrialRecord], best: Trial
                   "", _figures_table(best.valid, test), ""]
     lines += ["## Trials, best first", "", _trials_table(records, objective.names), ""]
     if failed:
-        lines += [*(f"- {trial_name(record.tid)} failed: {record.error}" for record in failed), ""]
+        lines += [*(f"- {trial_name(record.tid)} {record.status}: {record.error}" for record in failed), ""]
     lines.append("![score per trial and per parameter](search.png)")
     report = "\n".join(lines) + "\n"
     write_text_atomic(directory / "summary.md", report)

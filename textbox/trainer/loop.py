@@ -76,6 +76,7 @@ class Trainer:
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
         self._train_forward: Any = model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
+        self.on_validation: Callable[[int, dict[str, float]], None] | None = None  # pipeline.run's hook
 
     # --- data ---------------------------------------------------------------------------------
     def eval_loader(self, data: Any) -> DataLoader:
@@ -354,6 +355,8 @@ class Trainer:
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
         self._save_resume_state()
         self.model.train()
+        if self.on_validation is not None and self.accelerator.is_main_process:
+            self.on_validation(self.state.step, dict(figures))
         patience = self.config.stopping_steps
         if patience is not None and self.state.stale_validations >= patience:
             self.logger.info(f"early stopping: {patience} validation(s) without improvement")

@@ -195,3 +195,29 @@ def test_a_search_where_every_trial_fails_is_an_error(search_args):
 
     with pytest.raises(TextBoxError, match="all 2 trial"):
         run_search([*search_args, "--max_evals=2"], runner=always_fails)
+
+
+def test_early_stop_needs_the_ray_engine(search_args, tmp_path):
+    with pytest.raises(TextBoxUserError, match="--early_stop=asha needs --engine=ray .*add --engine=ray or leave"):
+        run_search([*search_args, "--early_stop=asha"], runner=fake_run)
+    assert CALLS == [] and not (tmp_path / "saved").exists()
+
+
+def test_a_search_resumes_on_the_engine_it_started_on_and_on_ray_as_it_was_started(tmp_path):
+    from textbox.hyper.store import ENGINE_FILE, check_engine_record
+
+    ray = {"engine": "ray", "max_evals": 4, "early_stop": "asha"}
+    check_engine_record(tmp_path, ray, resume=False)
+    assert json.loads((tmp_path / ENGINE_FILE).read_text()) == ray
+    check_engine_record(tmp_path, ray, resume=True)  # the same: fine
+    with pytest.raises(TextBoxUserError, match="as it was started: give --max_evals=4 \\(now 6\\) and "
+                                               "--early_stop=asha \\(now none\\)"):
+        check_engine_record(tmp_path, {"engine": "ray", "max_evals": 6, "early_stop": "none"}, resume=True)
+    with pytest.raises(TextBoxUserError, match="was searched with --engine=ray; resume it with --engine=ray"):
+        check_engine_record(tmp_path, {"engine": "local", "max_evals": 4, "early_stop": "none"}, resume=True)
+    local = tmp_path / "local"
+    local.mkdir()
+    check_engine_record(local, {"engine": "local", "max_evals": 4, "early_stop": "none"}, resume=False)
+    assert not (local / ENGINE_FILE).exists()  # a local search keeps today's files only
+    with pytest.raises(TextBoxUserError, match="was searched with --engine=local; resume it with --engine=local"):
+        check_engine_record(local, ray, resume=True)

@@ -1,4 +1,4 @@
-"""Analyse one run's test generations, or compare two runs: ``python -m textbox.analyze run_dir_a [run_dir_b]
+"""Analyse one run's test generations, or compare two runs: ``python -m textbox.analysis run_dir_a [run_dir_b]
 [--metric=bleu] [--buckets=4] [--samples=1000] [--seed=0] [--examples=10]``.
 
 Writes analysis.md and PNG plots into run_dir_b (run_dir_a when alone) and prints a summary. User errors
@@ -30,7 +30,7 @@ def _non_negative(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m textbox.analyze",
+        prog="python -m textbox.analysis",
         description="Metrics by source-length bucket, length distributions, the examples where two runs differ "
                     "most and a paired bootstrap test (Koehn 2004) of whether run b beats run a. Writes "
                     "analysis.md and PNG plots into run_dir_b (run_dir_a when alone).")
@@ -62,12 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         analysis = analyze_runs(args.run_dirs, args.metric, args.buckets, args.samples, args.seed)
         path = write_report(analysis, args.examples)
     except TextBoxUserError as error:
-        print(f"textbox.analyze: {error}", file=sys.stderr)
+        print(f"textbox.analysis: {error}", file=sys.stderr)
         return error.exit_code
     print(summary(analysis))
     print(f"report: {path}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ import run_hyper
 import run_multi_seed
 from tests.conftest import PROJECT_ROOT
 from textbox.config import ConfigError
-from textbox.hyper.engine import DEFAULT_RESOURCES, check_engine
+from textbox.study.engine import DEFAULT_RESOURCES, check_engine
 
 LOCAL = {"engine": "local", "ray_address": None, "trial_resources": None, "workers": 1}
 RAY = {**LOCAL, "engine": "ray"}

@@ -1,4 +1,4 @@
-"""run_multi_seed.py: the same run under N seeds, to show how much of a result is chance.
+"""run_multi_seed.py (the seed study): the same run under N seeds, to show how much of a result is chance.
 
 The seeds are --seed, --seed+1, ..., --seed+N-1: the first run is the plain run, and any one of them is
 reproduced alone by ``python run_textbox.py --seed=<s>`` with the same keys. The study directory
@@ -20,11 +20,11 @@ from typing import Any
 from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
-from textbox.hyper.engine import ENGINE_OPTIONS, check_engine
-from textbox.hyper.options import split_options, usage
-from textbox.hyper.runner import Job, Outcome, Runner, run_jobs
-from textbox.hyper.study import create_study_directory, study_directory, study_logger
-from textbox.report import markdown_table, plot_distributions, write_csv
+from textbox.study.directory import create_study_directory, study_directory, study_logger
+from textbox.study.engine import ENGINE_OPTIONS, check_engine
+from textbox.study.options import split_options, usage
+from textbox.study.runner import Job, Outcome, Runner, run_jobs
+from textbox.study.tables import markdown_table, plot_distributions, write_csv
 from textbox.utils.atomic import write_text_atomic
 
 STUDY_OPTIONS = [
@@ -109,7 +109,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
         _write_seeds_csv(directory, [seed for seed in seeds if seed in outcomes], outcomes)
 
     if engine.name == "ray":
-        from textbox.hyper.ray_engine import ray_session, run_jobs_on_ray
+        from textbox.study.ray_engine import ray_session, run_jobs_on_ray
 
         with ray_session(engine):
             run_jobs_on_ray(job_list, finish, engine.resources, runner)

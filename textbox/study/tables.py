@@ -46,8 +46,9 @@ def write_csv(path: Path, header: Row, rows: Sequence[Row]) -> None:
 
 
 def plot_search(path: Path, tids: Sequence[int], scores: Sequence[float | None],
-                params: dict[str, Sequence[Any]], objective: str) -> None:
-    """Score per trial (with the running best) and score against each parameter; failed trials are left out."""
+                params: dict[str, Sequence[Any]], objective: str, stopped: int = 0) -> None:
+    """Score per trial (with the running best) and score against each parameter; trials without a score (failed,
+    or ``stopped`` early by a scheduler) are left out."""
     from matplotlib.figure import Figure
 
     figure, axes = _panels(Figure, 1 + len(params))
@@ -56,7 +57,8 @@ def plot_search(path: Path, tids: Sequence[int], scores: Sequence[float | None],
     trial_axis.scatter([tids[i] for i in ok], [scores[i] for i in ok], color="tab:blue", label="trial")
     running_best = list(itertools.accumulate((scores[i] for i in ok), max))
     trial_axis.step([tids[i] for i in ok], running_best, where="post", color="tab:orange", label="best so far")
-    trial_axis.set(title=f"score per trial ({len(scores) - len(ok)} failed)", xlabel="trial", ylabel=objective)
+    unscored = f"{len(scores) - len(ok) - stopped} failed" + (f", {stopped} stopped early" if stopped else "")
+    trial_axis.set(title=f"score per trial ({unscored})", xlabel="trial", ylabel=objective)
     trial_axis.legend(loc="best", fontsize="small")
     for axis, (label, values) in zip(axes[1:], params.items()):
         _scatter_parameter(axis, [values[i] for i in ok], [scores[i] for i in ok])

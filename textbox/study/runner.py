@@ -19,7 +19,8 @@ from textbox.checks import load_checked_config
 from textbox.config import Config, RunInterrupted, TextBoxError
 
 JobKey = TypeVar("JobKey")
-Runner = Callable[[Config], dict[str, Any]]
+Runner = Callable[..., dict[str, Any]]  # pipeline.run: (config, *, on_validation=None) -> results
+OnValidation = Callable[[int, dict[str, float]], None]  # (step, validation figures), after each validation
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,20 @@ class Job(Generic[JobKey]):
     overrides: dict[str, Any]
 
 
-def execute(overrides: dict[str, Any], runner: Runner) -> Outcome:
+def execute(overrides: dict[str, Any], runner: Runner, on_validation: OnValidation | None = None) -> Outcome:
     """Build the config and run it; any failure but a stop request becomes an Outcome.
 
     Runs in worker processes too: the plain ``overrides`` travel there, and the config is built on arrival.
     The run writes nothing to the console (its project.log has it all): the study prints a line per run.
+    ``on_validation`` (Ray Tune's per-validation report) is handed to the runner only when given.
     """
     from textbox.utils.logging import silenced_console
 
+    hooks = {} if on_validation is None else {"on_validation": on_validation}
     started = time.perf_counter()
     try:
         with silenced_console():
-            results = runner(load_checked_config((), overrides))
+            results = runner(load_checked_config((), overrides), **hooks)
     except (RunInterrupted, KeyboardInterrupt):
         raise
     except Exception as error:  # a failed run is data for the study, recorded with its traceback

@@ -1,4 +1,4 @@
-"""python -m textbox.analyze: the report and plots it writes, what it prints, and its exit codes."""
+"""python -m textbox.analysis: the report and plots it writes, what it prints, and its exit codes."""
 import os
 import random
 import re
@@ -11,7 +11,7 @@ import sacrebleu
 
 from tests.conftest import PROJECT_ROOT
 from tests.unit.analysis.fake_runs import write_dataset, write_run
-from textbox.analyze import main
+from textbox.analysis.command import main
 
 WORDS = "red green blue cat dog bird tree house river stone light dark".split()
 
@@ -82,7 +82,7 @@ def test_bad_input_is_one_message_and_exit_code_2(tmp_path, runs, capsys, argume
     paths = {"missing": tmp_path / "missing", "a": runs[0], "short": write_run(tmp_path / "s", data, ["x"])}
     assert main([argument.format(**paths) for argument in arguments]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("textbox.analyze: ") and len(error.strip().splitlines()) == 1
+    assert error.startswith("textbox.analysis: ") and len(error.strip().splitlines()) == 1
     assert re.search(message, error)
 
 
@@ -101,7 +101,7 @@ def test_malformed_arguments_exit_with_usage_and_code_2(arguments, message, caps
 def test_module_runs_from_any_directory_as_a_user_would(runs, tmp_path):
     run_a, run_b = runs
     environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    finished = subprocess.run([sys.executable, "-m", "textbox.analyze", str(run_a), str(run_b), "--samples=100",
+    finished = subprocess.run([sys.executable, "-m", "textbox.analysis", str(run_a), str(run_b), "--samples=100",
                                "--metric=chrf"], cwd=tmp_path, env=environment, capture_output=True, text=True,
                               timeout=120)
     assert finished.returncode == 0, finished.stderr
