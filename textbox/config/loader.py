@@ -19,6 +19,7 @@ from textbox.config.errors import ConfigError
 from textbox.config.run_config import (LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run, is_run_directory,
                                        resume_changes, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.utils.paths import missing_local_path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = Path(os.environ.get("TEXTBOX_CONFIG_DIR", PROJECT_ROOT / "configs"))
@@ -338,8 +339,7 @@ def _named_layers(overall: tuple[str, dict[str, Any]], upper: list[tuple[str, di
 
 def _missing_local(model_path: str) -> bool:
     """A path that can only be local and does not exist: validation reports it (once)."""
-    local = Path(model_path).expanduser()
-    return not local.exists() and (model_path.startswith((".", "/", "~")) or model_path.count("/") > 1)
+    return missing_local_path(model_path)
 
 
 def _detect(model_path: str, run: RunLayer | None, required: bool, problems: list[str]) -> Detected | None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from textbox.config.families import FAMILIES
 from textbox.config.loader import _where, suggest
 from textbox.decoding.engine import decoding_problems
+from textbox.utils.labels import LOSS_FIGURES
+from textbox.utils.paths import missing_local_path
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
@@ -80,7 +83,7 @@ def _check_model(values: Mapping[str, Any], where, sources: Mapping[str, str]) -
     path = values["model_path"]
     if MODELS[name].needs_model_path and not path:
         problems.append(f"{where('model')}: model {name!r} needs --model_path=<hub id or local directory>")
-    if path and _looks_local(path) and not Path(path).exists():
+    if path and missing_local_path(path):
         problems.append(f"{where('model_path')}: directory {path} does not exist")
         return problems
     from textbox.model.files import damaged_files
@@ -92,10 +95,6 @@ def _check_model(values: Mapping[str, Any], where, sources: Mapping[str, str]) -
                             f"copy or a full disk): restore it from a copy, or write it again")
     problems.extend(keys.problems(MODELS[name].family, values, sources, where))
     return problems
-
-
-def _looks_local(path: str) -> bool:
-    return path.startswith((".", "/", "~")) or Path(path).exists() or path.count("/") > 1
 
 
 def _check_dataset(values: Mapping[str, Any], where) -> list[str]:
@@ -139,7 +138,8 @@ def _check_metrics(values: Mapping[str, Any], where) -> list[str]:
 
 def _check_efficient(values: Mapping[str, Any], where) -> list[str]:
     """Parameter-efficient tuning (textbox/model/efficient.py) and encoder-decoder pairs."""
-    from textbox.model.efficient import is_efficient_checkpoint, method_problems
+    from textbox.model.efficient import method_problems
+    from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 
     methods = list(values["efficient_methods"])
     problems = [f"{where('efficient_methods')}: {problem}" for problem in method_problems(methods)]
@@ -159,13 +159,9 @@ def _check_efficient(values: Mapping[str, Any], where) -> list[str]:
                         f"checkpoint already, which continues training as it is; drop --efficient_methods (or "
                         f"give its base model as --model_path)")
     decoder = values["decoder_model_path"]
-    if decoder and _looks_local(decoder) and not Path(decoder).exists():
+    if decoder and missing_local_path(decoder):
         problems.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")
     return problems
-
-
-# Model families whose tokenizers have no mask token (T5 and Marian use none; T5 has sentinel tokens instead).
-_NO_MASK_MODELS = ("t5", "marian")
 
 
 def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
@@ -175,7 +171,7 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
         return []
     problems = []
     wanted = [name.lower() for name in values["metrics_for_best_model"]]
-    if any(name not in ("loss", "perplexity") for name in wanted):
+    if any(name not in LOSS_FIGURES for name in wanted):
         problems.append(f"{where('metrics_for_best_model')}: pre-training is validated by its loss (the target is "
                         f"the input itself, so generation metrics mean nothing): use ['loss'], got "
                         f"{list(values['metrics_for_best_model'])}")
@@ -187,7 +183,7 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
     if not 0.0 <= values["permute_sentence_ratio"] <= 1.0:
         problems.append(f"{where('permute_sentence_ratio')} must be in [0, 1], got {values['permute_sentence_ratio']}")
     name = values["model"].lower()  # decoder-only families: refused by textbox/model/keys.py (_check_model)
-    if name in _NO_MASK_MODELS:
+    if name in FAMILIES and FAMILIES[name].mask_token is False:  # textbox.config.families: e.g. t5, marian
         problems.append(f"{where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
                         f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint")
     return problems

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from textbox.config.families import KINDS
+
 HONOURED = "honoured"
 
 # Situations: what --model_path holds for the family's builder.
@@ -129,7 +131,7 @@ def situation(family: str, values: Mapping[str, Any]) -> str | None:
     if path and (Path(path).expanduser() / "config.yaml").is_file() and \
             not (Path(path).expanduser() / "config.json").is_file():
         return None  # a run directory: continued with its own config.yaml, which is checked when loaded
-    if family in ("transformer", "rnn"):
+    if KINDS[family].builds_new:
         return CHECKPOINT if path else NEW
     if family != "encoder_decoder":
         return CHECKPOINT
@@ -245,7 +247,7 @@ def _settings_problems(family: str, current: str, values: Mapping[str, Any], sou
                        where: Callable[[str], str]) -> list[str]:
     """Dict keys whose accepted settings are a fixed list: an unknown one is refused by name, before the build."""
     found = []
-    if family in ("transformer", "rnn") and current == NEW:
+    if KINDS[family].builds_new and current == NEW:  # a new model trains its BPE tokenizer
         unknown = sorted(set(values["tokenizer_kwargs"]) - set(BPE_SETTINGS))
         if unknown:
             found.append(f"{where('tokenizer_kwargs')}: {', '.join(unknown)} not understood by the BPE tokenizer "
