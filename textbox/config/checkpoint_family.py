@@ -16,8 +16,8 @@ from typing import Any
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, RNN, RNN_MODEL_TYPE, SEQ2SEQ, names_of
 
 MODEL_CONFIG = "config.json"
-ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient.py)
-BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient.py)
+ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
+BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient_checkpoint.py)
 
 # Hugging Face model_type -> registry name (textbox/model/registry.py). Types not listed are placed by the
 # generic rules of family_of_model_config (is_encoder_decoder, architectures).

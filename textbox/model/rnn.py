@@ -24,8 +24,8 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Reload ``config.model_path`` (an RNN checkpoint, e.g. a run's checkpoint_best) or train the transformer
     model's BPE tokenizer on ``train_split`` and build a fresh model whose cell is ``config.model``."""
     cell = config.model.lower()
-    if config.model_path:
-        register_auto_classes()  # the checkpoint loads through AutoConfig / AutoModelForSeq2SeqLM  # the config_kwargs the user set apply over the checkpoint's (textbox.model.keys)
+    if config.model_path:  # the config_kwargs the user set apply over the checkpoint's (textbox.model.keys)
+        register_auto_classes()  # the checkpoint loads through AutoConfig / AutoModelForSeq2SeqLM
         settings = config_settings(config, "config_kwargs")
         model_config = load_config(config.model_path, settings)
         if not isinstance(model_config, RNNSeq2SeqConfig):

@@ -116,7 +116,8 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
         logits = self._logits(outputs)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                   ignore_index=IGNORE_INDEX)
         use_cache = self.config.use_cache if use_cache is None else use_cache
         cache = RNNDecoderState(new_state, consumed + decoder_input_ids.shape[1]) if use_cache else None
         return Seq2SeqLMOutput(loss=loss, logits=logits, past_key_values=cache,
