@@ -292,6 +292,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s
 def test_importing_the_rnn_modules_registers_nothing_until_asked(tmp_path: Path):
     """No import-time side effect on transformers: the Auto classes learn textbox_rnn from register_auto_classes."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
