@@ -19,10 +19,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from textbox.checks import load_checked_config  # noqa: E402  (after the path and offline settings)
 from textbox.config import Config  # noqa: E402
+from textbox.utils.labels import IGNORE_INDEX  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "multi30k_en_de"
 CACHE_DIR = REPO / ".cache" / "benchmarks"
-IGNORE_INDEX = -100
 
 
 def framework_config(data: Path, **overrides: Any) -> Config:
@@ -34,11 +34,12 @@ def framework_config(data: Path, **overrides: Any) -> Config:
 def prepare_data_and_model(config: Config, splits: tuple[str, ...]) -> tuple[Any, Any, dict[str, Any], dict]:
     """(model, tokenizer, tokenised splits, raw splits) exactly as a run builds them (tokenizer and data cached)."""
     from textbox.data import read_splits, tokenize_splits
-    from textbox.model.registry import get_builder
+    from textbox.model.build import build_model
 
     quiet = lambda message: None  # noqa: E731
     raw = read_splits(config, ["train", *splits], log=quiet)
-    model, tokenizer = get_builder(config.model)(config, raw["train"])
+    built = build_model(config, raw["train"])
+    model, tokenizer = built.model, built.tokenizer
     return model, tokenizer, tokenize_splits(config, raw, tokenizer, quiet), raw
 
 

@@ -155,7 +155,7 @@ def main() -> None:
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
     from textbox.decoding.engine import DecodingOptions
     from textbox.evaluator.generate import generate_texts
-    from textbox.model.registry import get_builder
+    from textbox.model.build import build_model
     from textbox.pipeline import build_accelerator
     from textbox.trainer.loop import Trainer
 
@@ -164,7 +164,8 @@ def main() -> None:
     model_path = trained_model(args)
     config = framework_config(args.data, model_path=str(model_path), quick_test=args.examples,
                               eval_batch_size=args.batch_size)
-    model, tokenizer = get_builder(config.model)(config, None)
+    built = build_model(config, None)
+    model, tokenizer = built.model, built.tokenizer
     model.eval()
     if args.large:
         model = large_model(model)

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from textbox.config.argv import parse_argv, parse_value
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
 from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.data.readers import read_lines
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
 from textbox.utils.suggest import suggest
 
@@ -65,18 +66,6 @@ def evaluate_files(argv: Sequence[str]) -> MetricReport:
         raise DataError("the files must have one line per example, but they have "
                         + ", ".join(f"{count} lines (--{name}={paths[name]})" for name, count in counts.items()))
     return compute_metrics(options["metrics"], hypotheses, references, sources, options)
-
-
-def read_lines(path: Path) -> list[str]:
-    """Lines without their line ending; a final newline does not add an empty example, blank lines count."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DataError(f"{path}: not UTF-8 text (byte {error.start})") from error
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
 
 
 def parse_references(line: str) -> list[str]:

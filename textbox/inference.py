@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from textbox.config import Config, DataError
+from textbox.data.readers import read_lines
 from textbox.data.tokenize import encode_within
 from textbox.evaluator.generate import all_sequences_path, generate_sequences
 from textbox.utils.atomic import write_text_atomic
@@ -16,13 +17,7 @@ from textbox.utils.atomic import write_text_atomic
 def read_inputs(path: str) -> list[str]:
     """Lines of ``path`` (or stdin for '-'), trailing newline stripped; an empty line is an error naming it."""
     where = "stdin" if path == "-" else path
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DataError(f"{where}: not UTF-8 text (byte {error.start}); re-encode it as UTF-8") from error
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = read_lines(path)
     if not lines:
         raise DataError(f"--input_file: {where} holds no lines to generate for")
     for number, line in enumerate(lines, start=1):

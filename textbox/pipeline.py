@@ -154,7 +154,7 @@ def _run(config: Config, accelerator: Any, on_validation: Any = None) -> dict[st
             check_resume_files(accelerator, run_dir / LAST)
     prepared = _prepare(config, accelerator, logger)
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        model = prepared[1]
+        model = prepared[1].model
         weight_bytes = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
         check_free_space(_existing_ancestor(run_dir), peak_checkpoint_bytes(weight_bytes, config.max_save),
                          accelerator)
@@ -241,14 +241,14 @@ def _failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) 
     return shown
 
 
-def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, Any, Any]:
+def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, Any]:
     """Data, model and tokenised splits, before the run directory exists (a bad path or checkpoint fails here,
     with nothing written). The main process goes first (builds, tokenizer training and caches happen once);
     a failure on any process is raised on all of them, shown once."""
     from accelerate.utils import set_seed
 
     from textbox.data import read_splits, tokenize_splits
-    from textbox.model.registry import get_builder
+    from textbox.model.build import build_model
     from textbox.utils.distributed import main_process_first
 
     set_seed(config.seed)
@@ -256,7 +256,7 @@ def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, A
     wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
                                         ("test", testing)) if needed]
 
-    def build() -> tuple[Any, Any, Any, Any]:
+    def build() -> tuple[Any, Any, Any]:
         if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
             from textbox.data.denoising import read_source_only_splits
 
@@ -265,27 +265,25 @@ def _prepare(config: Config, accelerator: Any, logger: Any) -> tuple[Any, Any, A
             splits = read_splits(config, wanted, log=logger.info)
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
-        model, tokenizer = get_builder(config.model)(config, splits.get("train"))
-        if config.efficient_methods:  # after loading, before tokenising: nothing here depends on it
-            from textbox.model.efficient import apply_efficient_methods
-
-            model = apply_efficient_methods(config, model, logger)
-        tokenized = tokenize_splits(config, splits, tokenizer, logger.info)
-        return splits, model, tokenizer, tokenized
+        built = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
+        tokenized = tokenize_splits(config, splits, built.tokenizer, logger.info)
+        return splits, built, tokenized
 
     return main_process_first(accelerator, build)
 
 
-def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any, splits: Any, model: Any,
-                    tokenizer: Any, tokenized: Any, on_validation: Any = None) -> dict[str, Any]:
-    from textbox.data.collate import make_collator
+def _train_and_test(config: Config, accelerator: Any, run_dir: Path, logger: Any, splits: Any, built: Any,
+                    tokenized: Any, on_validation: Any = None) -> dict[str, Any]:
+    from textbox.data.batch_layout import make_collator
     from textbox.model.loading import count_parameters
     from textbox.trainer.loop import EvalSet, Trainer
 
+    model, tokenizer = built.model, built.tokenizer
     trainable, total = count_parameters(model)
     logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")
 
-    trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, model, tokenizer), run_dir, logger)
+    trainer = Trainer(config, accelerator, model, tokenizer, make_collator(config, tokenizer), run_dir, logger,
+                      efficient=built.efficient)
     trainer.on_validation = on_validation
     results: dict[str, Any] = {}
     if config.do_train:

@@ -15,9 +15,8 @@ from textbox.checks import load_checked_config
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.readers import read_splits
+from textbox.data.readers import read_lines, read_splits
 from textbox.data.split import Split
-from textbox.evaluate import read_lines
 
 _PATH_KEYS = ("data_path", "model_path", "bert_score_model_path")  # keys that config validation checks on disk
 

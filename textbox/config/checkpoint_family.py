@@ -1,7 +1,8 @@
 """Which registry model (``--model``) a checkpoint is, read from the small files it holds, never from its weights.
 
 ``--model_path`` alone must pick the right family, so that the family's yaml layer (learning rate, schedule,
-warm-up) applies as if ``--model`` had been given. The one table of model types is here. Standard library only
+warm-up) applies as if ``--model`` had been given. The one table of Hugging Face model types is here (what each
+``--model`` name is: textbox.config.families). Standard library only
 (huggingface_hub is imported lazily, for a hub id): config validation and ``--help`` stay fast.
 """
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, RNN, RNN_MODEL_TYPE, SEQ2SEQ, names_of
+
 MODEL_CONFIG = "config.json"
-ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient.py)
-BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient.py)
-RNN_MODEL_TYPE = "textbox_rnn"  # textbox/model/rnn.py; its config's ``cell`` is the family (rnn, gru, lstm)
+ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
+BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient_checkpoint.py)
 
 # Hugging Face model_type -> registry name (textbox/model/registry.py). Types not listed are placed by the
 # generic rules of family_of_model_config (is_encoder_decoder, architectures).
@@ -31,10 +33,11 @@ FAMILY_OF_MODEL_TYPE: dict[str, str] = {
         "flaubert", "funnel", "convbert", "modernbert", "nezha", "data2vec-text", "xmod", "mobilebert", "squeezebert",
         "ibert", "layoutlm", "canine", "big_bird", "nystromformer", "yoso", "luke", "mra")},
 }
-SEQ2SEQ_FAMILIES = ("bart", "t5", "mbart", "pegasus", "marian", "led", "blenderbot", "prophetnet", "seq2seq")
-DECODER_ONLY_FAMILIES = ("gpt2", "opt", "llama", "causal_lm")
-PAIR_FAMILIES = ("bert2bert", "encoder_decoder")  # one builder: EncoderDecoderModel
-RNN_FAMILIES = ("rnn", "gru", "lstm")
+# The --model names of each kind (textbox.config.families): which names accept which checkpoints.
+SEQ2SEQ_FAMILIES = names_of(SEQ2SEQ)
+DECODER_ONLY_FAMILIES = names_of(CAUSAL_LM)
+PAIR_FAMILIES = names_of(ENCODER_DECODER)  # one builder: EncoderDecoderModel
+RNN_FAMILIES = names_of(RNN)
 _CAUSAL_HEADS = ("ForCausalLM", "LMHeadModel", "ModelWithLMHead")
 _SEQ2SEQ_LM_HEADS = ("ForSeq2SeqLM",)  # ForConditionalGeneration is also a multimodal decoder-only's head
 _ENCODER_HEADS = ("ForMaskedLM", "ForPreTraining", "ForSequenceClassification", "ForTokenClassification",

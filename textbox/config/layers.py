@@ -17,6 +17,7 @@ from textbox.config.checkpoint_family import Detected, FamilyError, compatible, 
 from textbox.config.run_config import (LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run, is_run_directory,
                                        resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
+from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -151,8 +152,7 @@ def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, probl
 
 def _missing_local(model_path: str) -> bool:
     """A path that can only be local and does not exist: validation reports it (once)."""
-    local = Path(model_path).expanduser()
-    return not local.exists() and (model_path.startswith((".", "/", "~")) or model_path.count("/") > 1)
+    return missing_local_path(model_path)
 
 
 def _detect(model_path: str, run: RunLayer | None, required: bool, problems: list[str]) -> Detected | None:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from textbox.config.argv import quoting_hint
 from textbox.config.schema import SCHEMA
+from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
@@ -80,7 +81,7 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
         return []
     problems = []
     wanted = [name.lower() for name in values["metrics_for_best_model"]]
-    if any(name not in ("loss", "perplexity") for name in wanted):
+    if any(name not in LOSS_FIGURES for name in wanted):
         problems.append(f"{where('metrics_for_best_model')}: pre-training is validated by its loss (the target is "
                         f"the input itself, so generation metrics mean nothing): use ['loss'], got "
                         f"{list(values['metrics_for_best_model'])}")

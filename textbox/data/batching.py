@@ -13,7 +13,7 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from textbox.config.errors import ConfigError
-from textbox.data.collate import IGNORE_INDEX
+from textbox.utils.labels import IGNORE_INDEX
 
 
 def column_lengths(data: Any, column: str) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import torch
 
-from textbox.data.collate import IGNORE_INDEX
+from textbox.utils.labels import IGNORE_INDEX
 
 
 class CausalLMCollator:

@@ -1,4 +1,5 @@
-"""Batch tokenised examples into padded tensors: the collator that fits the model family and the task."""
+"""Batch tokenised examples of an encoder-decoder into padded tensors (textbox.data.batch_layout chooses the
+collator of a run)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -6,7 +7,7 @@ from typing import Any, Sequence
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-IGNORE_INDEX = -100  # the label value that torch's cross-entropy and HF models leave out of the loss
+from textbox.utils.labels import IGNORE_INDEX
 
 
 class Seq2SeqCollator:
@@ -32,16 +33,3 @@ class Seq2SeqCollator:
             batch["index"] = torch.tensor([int(example["index"]) for example in examples], dtype=torch.long)
         return batch
 
-
-def make_collator(config: Any, model: Any, tokenizer: Any) -> Any:
-    """The batch builder for this run: denoising pre-training noises sources on the fly; decoder-only models
-    read source and target as one sequence; encoder-decoders take them apart."""
-    if config.pretrain_task == "denoising":
-        from textbox.data.denoising import DenoisingCollator
-
-        return DenoisingCollator(config, tokenizer)
-    if not getattr(model.config, "is_encoder_decoder", True):
-        from textbox.data.causal import CausalLMCollator
-
-        return CausalLMCollator(tokenizer)
-    return Seq2SeqCollator(tokenizer.pad_token_id)

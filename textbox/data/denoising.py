@@ -54,7 +54,7 @@ def read_source_only_splits(config: Any, names: Sequence[str],
                             log: Callable[[str], None] = print) -> dict[str, Split]:
     """The splits ``names`` from their sources alone (train.src, valid.src, test.src for plain text; the
     ``src_field`` column otherwise), each source its own target; quick_test applies as usual."""
-    from textbox.data.readers import _first_examples, _read_lines, _read_raw, locate_data
+    from textbox.data.readers import _first_examples, _read_raw, locate_data, read_dataset_lines
 
     directory, data_format = locate_data(config, names, log)
     splits = {}
@@ -65,7 +65,7 @@ def read_source_only_splits(config: Any, names: Sequence[str],
                 raise DataError(f"{path} does not exist; denoising pre-training reads {name}.src alone "
                                 f"(train.src to train, valid.src to validate, test.src for a test loss; "
                                 f"--do_valid=False / --do_test=False do without the last two)")
-            sources = _read_lines(path)
+            sources = read_dataset_lines(path)
             origin = str(path)
             locate = lambda i, origin=origin: f"{origin}:{i + 1}"  # noqa: E731
         else:  # json/csv/parquet/hub: the source column stands in for the target column too
@@ -161,7 +161,7 @@ class DenoisingCollator:
     labels (the clean source) are kept as tokenised."""
 
     def __init__(self, config: Any, tokenizer: Any):
-        from textbox.data.collate import Seq2SeqCollator
+        from textbox.data.collate import Seq2SeqCollator  # torch, only when batches are made
 
         if getattr(tokenizer, "mask_token", None) is None or tokenizer.mask_token_id is None:
             raise TextBoxUserError(f"--pretrain_task=denoising replaces spans with a mask token, and the tokenizer "

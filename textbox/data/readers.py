@@ -6,6 +6,7 @@ available to the metrics. Every problem in the files is a ``DataError`` naming t
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -105,26 +106,39 @@ def _read_raw(config: Config, data_format: str, directory: Path, name: str) -> _
 
 def _read_plain(directory: Path, name: str) -> _RawSplit:
     source_path, target_path = directory / f"{name}.src", directory / f"{name}.tgt"
-    sources, targets = _read_lines(source_path), _read_lines(target_path)
+    sources, targets = read_dataset_lines(source_path), read_dataset_lines(target_path)
     if len(sources) != len(targets):
         raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
                         f"line i of the .tgt file must be the target of line i of the .src file")
     return _RawSplit(sources, targets, lambda i: f"{source_path}:{i + 1}", lambda i: f"{target_path}:{i + 1}")
 
 
-def _read_lines(path: Path) -> list[str]:
-    """The file's lines without their line ends (\\n or \\r\\n); nothing else is stripped."""
+def read_dataset_lines(path: Path) -> list[str]:
+    """A plain dataset file's lines (``read_lines``); a missing or empty file is an error naming it."""
     if not path.is_file():
         raise DataError(f"{path} does not exist; a plain dataset needs {path.stem}.src and {path.stem}.tgt "
                         f"in {path.parent}")
-    data = path.read_bytes()
-    if not data:
+    if path.stat().st_size == 0:
         raise DataError(f"{path} is empty")
+    return read_lines(path)
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file (``-``: standard input) without their line ends (\\n or \\r\\n); nothing
+    else is stripped, blank lines are kept, and a final line end adds no empty line. The one reader of line
+    files: dataset splits, ``--input_file`` and the files ``python -m textbox.evaluate`` scores all read alike.
+    Bytes that are not UTF-8 are a DataError naming the file and line; callers check what else they need."""
+    where = "stdin" if str(path) == "-" else str(path)
+    if str(path) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+    else:
+        data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise DataError(f"{path}:{line}: bytes {data[error.start:error.end]!r} are not UTF-8; "
+        raise DataError(f"{where}:{line}: bytes {data[error.start:error.end]!r} are not UTF-8; "
                         f"save the file as UTF-8") from error
     lines = text.split("\n")
     if lines[-1] == "":

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from textbox.config.errors import ConfigError
+from textbox.config.families import is_decoder_only
 from textbox.config.loader import Config
 from textbox.data.split import Split
 from textbox.utils.atomic import atomic_directory
@@ -112,9 +113,7 @@ def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) ->
 
 def decoder_only(config: Config) -> bool:
     """Whether the run's model reads source and target as one sequence (its targets are text + eos)."""
-    from textbox.model.registry import DECODER_ONLY_MODELS
-
-    return config.model.lower() in DECODER_ONLY_MODELS
+    return is_decoder_only(config.model)
 
 
 def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list[int]]:

@@ -21,15 +21,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config import Config
+from textbox.config.families import FAMILIES
 
 BACKENDS = ("auto", "ctranslate2", "transformers")
 PRECISIONS = ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16")
 # model_type -> CTranslate2 class. Each is converted by ctranslate2.converters.TransformersConverter.
 TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
 GENERATOR_TYPES = ("gpt2", "opt", "llama")
-# --model names whose models CTranslate2 cannot run (not Hugging Face encoder-decoders/LMs it converts).
-_UNCONVERTIBLE_MODELS = {"rnn": "an RNN", "gru": "an RNN", "lstm": "an RNN",
-                         "bert2bert": "an EncoderDecoderModel pair", "encoder_decoder": "an EncoderDecoderModel pair"}
 _PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 
@@ -92,8 +90,10 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
 
     why = []
     model = str(values["model"]).lower()
-    if model in _UNCONVERTIBLE_MODELS:
-        why.append(f"--model={model} is {_UNCONVERTIBLE_MODELS[model]}, which CTranslate2 cannot run; use "
+    facts = FAMILIES.get(model)  # which --model names CTranslate2 cannot run: textbox.config.families
+    unconvertible = facts is not None and not facts.ctranslate2
+    if unconvertible:
+        why.append(f"--model={model} is {facts.kind.what}, which CTranslate2 cannot run; use "
                    f"--decoding_backend=auto or transformers")
     methods = [name.lower() for name in values["efficient_methods"]]
     if any(method in _PROMPT_METHODS for method in methods):
@@ -103,7 +103,7 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
         why.append("--decode_compile=True compiles transformers' decoding; drop one of the two")
     model_type = _local_model_type(values["model_path"])
     if model_type is not None and model_type not in (*TRANSLATOR_TYPES, *GENERATOR_TYPES) and \
-            model not in _UNCONVERTIBLE_MODELS:
+            not unconvertible:
         why.append(f"--model_path={values['model_path']} holds a {model_type!r} model; CTranslate2 converts "
                    f"{', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))}; use --decoding_backend=auto or transformers")
     why.extend(f"--generation_kwargs: {problem}; use --decoding_backend=auto (falls back to transformers) or drop it"

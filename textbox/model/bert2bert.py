@@ -13,26 +13,27 @@ from typing import Any
 from transformers import AutoConfig, AutoTokenizer, EncoderDecoderConfig, EncoderDecoderModel
 
 from textbox.config import Config, TextBoxUserError
-from textbox.data.split import Split
+from textbox.config.families import ENCODER_DECODER
 from textbox.model import keys
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
+from textbox.model.record import BuiltModel, TrainingTexts
 
 
-def build(config: Config, train_split: Split | None) -> tuple[EncoderDecoderModel, Any]:
+def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Reload a saved encoder-decoder, or warm-start one from an encoder (config_kwargs apply to both halves);
     from_scratch keeps the architectures and initialises new weights."""
     path = config.model_path
     tokenizer = load_tokenizer(path, config.tokenizer_kwargs)
     saved_config = from_pretrained(AutoConfig.from_pretrained, path)
     if saved_config.model_type == "encoder-decoder":
-        keys.refuse_unhonoured(config, "encoder_decoder", keys.CHECKPOINT)  # validation could not read a hub id
+        keys.refuse_unhonoured(config, ENCODER_DECODER, keys.CHECKPOINT)  # validation could not read a hub id
         _apply_to_halves(saved_config, config.config_kwargs)
-        return load_model(EncoderDecoderModel, path, saved_config, config.from_scratch), tokenizer
+        return BuiltModel(load_model(EncoderDecoderModel, path, saved_config, config.from_scratch), tokenizer)
     if saved_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={path} holds a {saved_config.model_type!r} encoder-decoder; "
                                f"load it with --model={saved_config.model_type} (bert2bert needs an encoder)")
-    keys.refuse_unhonoured(config, "encoder_decoder", keys.ENCODERS)
+    keys.refuse_unhonoured(config, ENCODER_DECODER, keys.ENCODERS)
     if train_split is None:
         raise TextBoxUserError(f"--model={config.model} from the encoder {path} has an untrained decoder: use "
                                f"--do_train=True, or --model_path=<a run's checkpoint_best> to test a trained one")
@@ -54,11 +55,11 @@ def build(config: Config, train_split: Split | None) -> tuple[EncoderDecoderMode
             # two separate configs: the decoder's is switched to causal attention with cross-attention
             encoder_config=encoder_config, decoder_config=decoder_config)
     model.config.vocab_size = model.config.decoder.vocab_size
-    model.textbox_warm_started = True  # new cross-attention: efficient methods alone would leave it random
     set_special_token_ids(model, decoder_start_token_id=cls, bos_token_id=cls, eos_token_id=sep,
                           pad_token_id=tokenizer.pad_token_id)
     set_generation_length(model, config.tgt_len)
-    return model, tokenizer
+    # new cross-attention: efficient methods alone would leave it random (textbox.model.efficient refuses them)
+    return BuiltModel(model, tokenizer, warm_started=True)
 
 
 def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, Any]) -> None:

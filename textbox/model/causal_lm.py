@@ -26,13 +26,13 @@ from typing import Any
 from transformers import AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
-from textbox.data.split import Split
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
+from textbox.model.record import BuiltModel, TrainingTexts
 from textbox.utils.logging import get_logger
 
 
-def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, Any]:
+def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch);
     ``config_kwargs`` override the model config. ``train_split`` is unused: the tokenizer comes with the model."""
     path = config.model_path
@@ -51,7 +51,7 @@ def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, A
                              f"embeddings: resized (the new rows start untrained)")
         model.resize_token_embeddings(len(tokenizer))
     set_generation_length(model, config.tgt_len)
-    return model, tokenizer
+    return BuiltModel(model, tokenizer)
 
 
 def _check_positions(config: Config, model_config: PretrainedConfig) -> None:

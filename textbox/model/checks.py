@@ -6,18 +6,15 @@ Why a module of its own: the config package (below model/) cannot know the model
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from textbox.config import Config
+from textbox.config.families import FAMILIES
 from textbox.model import keys
-from textbox.model.efficient import is_efficient_checkpoint, method_problems
+from textbox.model.efficient import method_problems
+from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 from textbox.model.files import damaged_files
 from textbox.model.registry import MODELS
+from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
-
-# Model families whose tokenizers have no mask token (T5 and Marian use none; T5 has sentinel tokens instead).
-_NO_MASK_MODELS = ("t5", "marian")
-
 
 def problems(config: Config) -> list[str]:
     """Every problem of ``config``'s model keys (empty when the model can be built as asked)."""
@@ -36,7 +33,7 @@ def _model_problems(config: Config) -> list[str]:
     path = config["model_path"]
     if MODELS[name].needs_model_path and not path:
         found.append(f"{where('model')}: model {name!r} needs --model_path=<hub id or local directory>")
-    if path and _looks_local(path) and not Path(path).exists():
+    if path and missing_local_path(path):
         found.append(f"{where('model_path')}: directory {path} does not exist")
         return found
     for key in ("model_path", "decoder_model_path"):  # found before a run directory exists; the loader names
@@ -47,10 +44,6 @@ def _model_problems(config: Config) -> list[str]:
     sources = {key: config.source_of(key) for key in config}
     found.extend(keys.problems(MODELS[name].family, config, sources, where))
     return found
-
-
-def _looks_local(path: str) -> bool:
-    return path.startswith((".", "/", "~")) or Path(path).exists() or path.count("/") > 1
 
 
 def _efficient_problems(config: Config) -> list[str]:
@@ -74,16 +67,16 @@ def _efficient_problems(config: Config) -> list[str]:
                      f"checkpoint already, which continues training as it is; drop --efficient_methods (or "
                      f"give its base model as --model_path)")
     decoder = config["decoder_model_path"]
-    if decoder and _looks_local(decoder) and not Path(decoder).exists():
+    if decoder and missing_local_path(decoder):
         found.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")
     return found
 
 
 def _pretraining_problems(config: Config) -> list[str]:
-    """Denoising replaces spans with a mask token: families known to lack one are refused here (the collator
+    """Denoising replaces spans with a mask token: families known to lack one (textbox.config.families) are refused here (the collator
     checks any other loaded tokenizer; decoder-only families are refused by textbox/model/keys.py)."""
     name = config["model"].lower()
-    if config["pretrain_task"] is None or name not in _NO_MASK_MODELS:
+    if config["pretrain_task"] is None or name not in FAMILIES or FAMILIES[name].mask_token is not False:
         return []
     return [f"{config.where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
             f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint"]

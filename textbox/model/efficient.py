@@ -1,23 +1,21 @@
 """Parameter-efficient tuning: peft's LoRA, prefix-tuning, prompt-tuning, p-tuning and IA3, and BitFit.
 
-``apply_efficient_methods`` wraps or freezes a built model; ``save_model_files`` writes only what was trained
-(peft's adapter files, or BitFit's biases) beside a record of the base model's path, and the loaders put such a
-checkpoint back on its base model: ``from_pretrained`` in textbox.model.loading sends any builder's load of an
-efficient checkpoint here, and ``load_saved_model`` serves the Trainer's checkpoint_best.
+``apply_efficient_methods`` wraps or freezes a built model and returns its record with the method
+(textbox.model.record.EfficientRecord), which tells saving what to write. What such a model's checkpoint holds,
+and how it loads again, is textbox.model.efficient_checkpoint's job.
 
-With ``efficient_unfreeze_model=True`` the whole model trains, so the whole model is saved: LoRA/IA3 merged into
-a plain model, BitFit as a plain model, prompt methods as the full base model in ``base_model/`` plus the adapter.
+With ``efficient_unfreeze_model=True`` the whole model trains, and so is saved whole.
 
 Nothing heavy is imported at module level: textbox.model.checks reads the method names from here.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from textbox.config.errors import TextBoxUserError
+from textbox.model.record import BuiltModel, EfficientRecord
 
 # TextBox name -> (peft config class, TextBox's defaults, merged under --efficient_kwargs)
 PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -28,18 +26,8 @@ PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "ia3": ("IA3Config", {}),
 }
 METHODS = (*PEFT_METHODS, "bitfit")
-_PEFT_TYPES = {"LORA": "lora", "PREFIX_TUNING": "prefix-tuning", "PROMPT_TUNING": "prompt-tuning",
-               "P_TUNING": "p-tuning", "IA3": "ia3"}
-_MERGEABLE = ("lora", "ia3")
 # Fields TextBox sets itself; the user's kwargs must not.
 _RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "inference_mode", "revision", "auto_mapping"}
-
-ADAPTER_CONFIG = "adapter_config.json"  # written by peft
-BITFIT_CONFIG = "bitfit_config.json"  # {"method": "bitfit", "base_model_name_or_path": ..., "parameters": [...]}
-BITFIT_WEIGHTS = "bitfit_model.safetensors"
-BASE_SUBDIR = "base_model"  # the trained base of a prompt method with efficient_unfreeze_model=True
-GENERATION_CONFIG = "generation_config.json"
-ATTRIBUTE = "textbox_efficient"  # set on a tuned model: {"method", "unfreeze", "base_model_path"}
 
 
 def method_problems(methods: list[str]) -> list[str]:
@@ -59,19 +47,21 @@ def method_problems(methods: list[str]) -> list[str]:
     return problems
 
 
-def apply_efficient_methods(config: Any, model: Any, logger: Any) -> Any:
-    """The model with only the method's parameters trainable (all of them too with efficient_unfreeze_model)."""
+def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> BuiltModel:
+    """The built model with only the method's parameters trainable (all of them too with
+    efficient_unfreeze_model), recorded in the returned BuiltModel's ``efficient``."""
     problems = method_problems(list(config.efficient_methods))
     if problems:
         raise TextBoxUserError(f"--efficient_methods: {'; '.join(problems)}")
     method = config.efficient_methods[0].lower()
-    if getattr(model, ATTRIBUTE, None) is not None:
-        raise TextBoxUserError(f"--model_path={config.model_path} already holds a "
-                               f"{getattr(model, ATTRIBUTE)['method']} checkpoint, which continues training as it "
-                               f"is; drop --efficient_methods (or give its base model as --model_path)")
+    if built.efficient is not None:
+        raise TextBoxUserError(f"--model_path={config.model_path} already holds a {built.efficient.method} "
+                               f"checkpoint, which continues training as it is; drop --efficient_methods (or give "
+                               f"its base model as --model_path)")
     unfreeze = config.efficient_unfreeze_model
+    model = built.model
     if not unfreeze:
-        _check_reloadable_base(config, model)
+        _check_reloadable_base(config, built)
     if method == "bitfit":
         model = _bitfit(model)
     else:
@@ -80,11 +70,10 @@ def apply_efficient_methods(config: Any, model: Any, logger: Any) -> Any:
     if unfreeze:
         for parameter in model.parameters():
             parameter.requires_grad_(True)
-    record = {"method": method, "unfreeze": unfreeze, "base_model_path": _base_path(config.model_path)}
-    setattr(model, ATTRIBUTE, record)  # read by save_model_files
     logger.info(f"efficient tuning: {method}{' with the whole model unfrozen' if unfreeze else ''}; "
                 f"{trainable_summary(model)}")
-    return model
+    return dataclasses.replace(built, model=model,
+                               efficient=EfficientRecord(method, unfreeze, _base_path(config.model_path)))
 
 
 def trainable_summary(model: Any) -> str:
@@ -101,14 +90,14 @@ def _base_path(model_path: str | None) -> str | None:
     return model_path
 
 
-def _check_reloadable_base(config: Any, model: Any) -> None:
+def _check_reloadable_base(config: Any, built: BuiltModel) -> None:
     """Only the trained parameters are saved: the base must load again, identical, from --model_path."""
     if not config.model_path or config.from_scratch:
         raise TextBoxUserError("--efficient_methods tune a pretrained model whose weights load again from "
                                "--model_path (only the tuned parameters are saved); this model starts from "
                                "random weights: give --model_path (without --from_scratch=True), or "
                                "--efficient_unfreeze_model=True to train and save the whole model")
-    if getattr(model, "textbox_warm_started", False):
+    if built.warm_started:
         raise TextBoxUserError(f"--model={config.model} warm-started from encoder/decoder checkpoints has new, "
                                f"random cross-attention weights that --efficient_methods would leave untrained; "
                                f"fine-tune it first (or add --efficient_unfreeze_model=True)")
@@ -204,176 +193,3 @@ def _is_bias(name: str) -> bool:
     """Linear/norm biases (``.bias``), ``..._bias`` parameters, and torch RNN cells' ``bias_ih_l0``/``bias_hh_l0``."""
     last = name.rsplit(".", 1)[-1]
     return last == "bias" or last.endswith("_bias") or last.startswith(("bias_ih_l", "bias_hh_l"))
-
-
-# --- saving ---------------------------------------------------------------------------------------
-def save_model_files(model: Any, directory: Path) -> None:
-    """What checkpoint_best holds: the whole model (save_pretrained), or only what an efficient method trained."""
-    info = getattr(model, ATTRIBUTE, None)
-    directory = Path(directory)
-    if info is None:
-        model.save_pretrained(directory)
-    elif info["method"] == "bitfit":
-        if info["unfreeze"]:
-            model.save_pretrained(directory)
-        else:
-            _save_bitfit(model, directory, info["base_model_path"])
-    elif not info["unfreeze"]:
-        model.save_pretrained(directory)  # peft: adapter_config.json + adapter_model.safetensors
-        model.generation_config.save_pretrained(directory)
-    elif info["method"] in _MERGEABLE:
-        _save_merged(model, directory)
-    else:
-        model.get_base_model().save_pretrained(directory / BASE_SUBDIR)
-        model.save_pretrained(directory)
-        model.generation_config.save_pretrained(directory)
-
-
-def _save_bitfit(model: Any, directory: Path, base_path: str | None) -> None:
-    from safetensors.torch import save_file
-
-    trained = {name: parameter.detach().cpu().contiguous()
-               for name, parameter in model.named_parameters() if parameter.requires_grad}
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(trained, str(directory / BITFIT_WEIGHTS))
-    record = {"method": "bitfit", "base_model_name_or_path": base_path, "parameters": sorted(trained)}
-    (directory / BITFIT_CONFIG).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    model.generation_config.save_pretrained(directory)
-
-
-def _save_merged(model: Any, directory: Path) -> None:
-    """LoRA/IA3 folded into the base weights, saved as a plain model; the live model is left bit-identical."""
-    import torch
-
-    base = model.get_base_model()
-    prefix = model.base_model.prefix  # "lora_" / "ia3_": the adapter's own parameters
-    touched = {name: parameter.detach().clone() for name, parameter in base.named_parameters()
-               if ".base_layer." in name}
-    model.merge_adapter()
-    try:
-        state = {name.replace(".base_layer", ""): tensor for name, tensor in base.state_dict().items()
-                 if prefix not in name}
-        base.save_pretrained(directory, state_dict=state)
-    finally:
-        model.unmerge_adapter()
-        with torch.no_grad():  # unmerging rounds; the saved copies restore the exact weights
-            for name, parameter in base.named_parameters():
-                if name in touched:
-                    parameter.copy_(touched[name])
-
-
-# --- loading --------------------------------------------------------------------------------------
-def is_efficient_checkpoint(path: str | Path | None) -> bool:
-    """A directory holding a peft adapter or BitFit biases (and a record of its base model)."""
-    if not path:
-        return False
-    directory = Path(path).expanduser()
-    return (directory / ADAPTER_CONFIG).is_file() or (directory / BITFIT_CONFIG).is_file()
-
-
-def base_model_path(path: str | Path) -> str:
-    """Where the checkpoint's base model loads from: its own base_model/ or the recorded path."""
-    directory = Path(path).expanduser()
-    if (directory / BASE_SUBDIR / "config.json").is_file():
-        return str(directory / BASE_SUBDIR)
-    record = directory / (ADAPTER_CONFIG if (directory / ADAPTER_CONFIG).is_file() else BITFIT_CONFIG)
-    base = json.loads(record.read_text(encoding="utf-8")).get("base_model_name_or_path")
-    if not base:
-        raise TextBoxUserError(f"--model_path={path}: {record.name} records no base model "
-                               f"(base_model_name_or_path); set it to the model the adapter was trained on")
-    return base
-
-
-def load_efficient(load: Callable[..., Any], path: str | Path, **kwargs: Any) -> Any:
-    """``load`` (a tokenizer, config or model class's from_pretrained) applied to an efficient checkpoint:
-    tokenizers from the checkpoint, configs from the base, models as base + the trained parameters."""
-    from textbox.model.loading import from_pretrained
-
-    directory = Path(path).expanduser()
-    if _loads_tokenizer(load):
-        if (directory / "tokenizer_config.json").is_file():  # saved beside the adapter
-            return load(str(directory), **kwargs)
-        return from_pretrained(load, base_model_path(directory), **kwargs)
-    loaded = from_pretrained(load, base_model_path(directory), **kwargs)
-    import torch
-
-    if not isinstance(loaded, torch.nn.Module):
-        return loaded
-    return attach_trained_parameters(loaded, directory)
-
-
-def _loads_tokenizer(load: Callable[..., Any]) -> bool:
-    from transformers import AutoTokenizer, PreTrainedTokenizerBase
-
-    owner = getattr(load, "__self__", None)
-    return isinstance(owner, type) and issubclass(owner, (AutoTokenizer, PreTrainedTokenizerBase))
-
-
-def attach_trained_parameters(model: Any, path: str | Path) -> Any:
-    """The base ``model`` with the checkpoint's adapter or biases, trainable as when they were saved."""
-    from transformers import GenerationConfig
-
-    directory = Path(path).expanduser()
-    base = base_model_path(directory)
-    if (directory / ADAPTER_CONFIG).is_file():
-        from peft import PeftModel
-
-        # peft loads prompt methods frozen only; their prompt encoder is made trainable again below
-        prompt_learning = json.loads((directory / ADAPTER_CONFIG).read_text(encoding="utf-8")).get("peft_type") \
-            in ("PREFIX_TUNING", "PROMPT_TUNING", "P_TUNING")
-        model = PeftModel.from_pretrained(model, str(directory), is_trainable=not prompt_learning)
-        if prompt_learning:
-            for parameter in model.prompt_encoder.parameters():
-                parameter.requires_grad_(True)
-        method = _PEFT_TYPES.get(str(model.active_peft_config.peft_type.value), "adapter")
-    else:
-        model = _attach_bitfit(model, directory)
-        method = "bitfit"
-    if (directory / GENERATION_CONFIG).is_file():
-        _inner(model).generation_config = GenerationConfig.from_pretrained(directory)
-    setattr(model, ATTRIBUTE, {"method": method, "unfreeze": (directory / BASE_SUBDIR).is_dir(),
-                               "base_model_path": base})
-    return model
-
-
-def _attach_bitfit(model: Any, directory: Path) -> Any:
-    import torch
-    from safetensors.torch import load_file
-
-    trained = load_file(str(directory / BITFIT_WEIGHTS))
-    parameters = dict(model.named_parameters())
-    missing = sorted(set(trained) - set(parameters))
-    if missing:
-        raise TextBoxUserError(f"--model_path={directory}: its BitFit parameters do not fit the base model "
-                               f"{base_model_path(directory)} (no parameter {missing[0]!r})")
-    with torch.no_grad():
-        for name, parameter in parameters.items():
-            if name in trained:
-                parameter.copy_(trained[name])
-            parameter.requires_grad_(name in trained)
-    return model
-
-
-def load_saved_model(path: str | Path, like: Any) -> Any:
-    """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
-    from transformers import GenerationConfig
-
-    from textbox.model.loading import from_pretrained
-
-    base_class = type(_inner(like))
-    # through the shared loader: a damaged file is named (exit 2), never a traceback
-    model = from_pretrained(base_class.from_pretrained, str(path), named_by="checkpoint")
-    if not is_efficient_checkpoint(path):
-        return model  # a plain model (also a merged LoRA/IA3)
-    # The builder completed special token ids in the base's config; the reloaded base has them from disk.
-    for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
-        if getattr(like.config, name, None) is not None:
-            setattr(model.config, name, getattr(like.config, name))
-    if not (Path(path) / GENERATION_CONFIG).is_file():
-        _inner(model).generation_config = GenerationConfig.from_dict(like.generation_config.to_dict())
-    return model
-
-
-def _inner(model: Any) -> Any:
-    """The transformers model itself (a PeftModel's attribute writes would stay on the wrapper)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -6,12 +6,12 @@ from typing import Any
 from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
-from textbox.data.split import Split
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
+from textbox.model.record import BuiltModel, TrainingTexts
 
 
-def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, Any]:
+def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch).
 
     ``train_split`` is unused: the tokenizer comes with the model.
@@ -25,7 +25,7 @@ def build(config: Config, train_split: Split | None) -> tuple[PreTrainedModel, A
     model = load_model(AutoModelForSeq2SeqLM, config.model_path, model_config, config.from_scratch)
     _complete_special_tokens(model, tokenizer, config.model_path)
     set_generation_length(model, config.tgt_len)
-    return model, tokenizer
+    return BuiltModel(model, tokenizer)
 
 
 def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:

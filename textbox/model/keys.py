@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER
+
 HONOURED = "honoured"
 
 # Situations: what --model_path holds for the family's builder.
@@ -89,17 +91,17 @@ _FROM_NOTHING: dict[str, Support] = {
 _RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "decode_compile": _RNN_COMPILE}
 
 SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
-    "transformer": {
+    TRANSFORMER: {
         NEW: _FROM_NOTHING,
         CHECKPOINT: {**_FROM_NOTHING, "tokenizer_kwargs": _RELOADED_TOKENIZER},
     },
-    "rnn": {
+    RNN: {
         NEW: {**_FROM_NOTHING, **_RNN},
         CHECKPOINT: {**_FROM_NOTHING, **_RNN, "tokenizer_kwargs": _RELOADED_TOKENIZER},
     },
-    "seq2seq": {CHECKPOINT: _FROM_NOTHING},
-    "causal_lm": {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING}},
-    "encoder_decoder": {
+    SEQ2SEQ: {CHECKPOINT: _FROM_NOTHING},
+    CAUSAL_LM: {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING}},
+    ENCODER_DECODER: {
         ENCODERS: {**_FROM_NOTHING, "decoder_model_path": HONOURED, LORA_IA3: _NEW_CROSS_ATTENTION,
                    PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION},
         CHECKPOINT: {**_FROM_NOTHING, "decoder_model_path": Refusal(
@@ -110,15 +112,15 @@ SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
 
 # What "honoured" means where it is not obvious (docs/model_keys.md prints these under the table).
 NOTES = {
-    ("transformer", CHECKPOINT, "from_scratch"): "the checkpoint's architecture and tokenizer, new weights",
-    ("transformer", CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config "
+    (TRANSFORMER, CHECKPOINT, "from_scratch"): "the checkpoint's architecture and tokenizer, new weights",
+    (TRANSFORMER, CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config "
                                                   "(a size change is an error); the yaml's sizes do not",
-    ("transformer", NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
-    ("rnn", NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
-    ("rnn", CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
-    ("encoder_decoder", ENCODERS, "from_scratch"): "both halves' architectures, new weights",
-    ("encoder_decoder", ENCODERS, "config_kwargs"): "applied to both halves",
-    ("encoder_decoder", CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",
+    (TRANSFORMER, NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
+    (RNN, NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
+    (RNN, CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
+    (ENCODER_DECODER, ENCODERS, "from_scratch"): "both halves' architectures, new weights",
+    (ENCODER_DECODER, ENCODERS, "config_kwargs"): "applied to both halves",
+    (ENCODER_DECODER, CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",
 }
 
 
@@ -129,9 +131,9 @@ def situation(family: str, values: Mapping[str, Any]) -> str | None:
     if path and (Path(path).expanduser() / "config.yaml").is_file() and \
             not (Path(path).expanduser() / "config.json").is_file():
         return None  # a run directory: continued with its own config.yaml, which is checked when loaded
-    if family in ("transformer", "rnn"):
+    if KINDS[family].builds_new:
         return CHECKPOINT if path else NEW
-    if family != "encoder_decoder":
+    if family != ENCODER_DECODER:
         return CHECKPOINT
     if not path:
         return None
@@ -245,12 +247,12 @@ def _settings_problems(family: str, current: str, values: Mapping[str, Any], sou
                        where: Callable[[str], str]) -> list[str]:
     """Dict keys whose accepted settings are a fixed list: an unknown one is refused by name, before the build."""
     found = []
-    if family in ("transformer", "rnn") and current == NEW:
+    if KINDS[family].builds_new and current == NEW:  # a new model trains its BPE tokenizer
         unknown = sorted(set(values["tokenizer_kwargs"]) - set(BPE_SETTINGS))
         if unknown:
             found.append(f"{where('tokenizer_kwargs')}: {', '.join(unknown)} not understood by the BPE tokenizer "
                          f"that --model={values['model'].lower()} trains; it takes {' and '.join(BPE_SETTINGS)}")
-    if family == "rnn":
+    if family == RNN:
         settings = values["config_kwargs"] if current == NEW else set_settings(values, sources, "config_kwargs")
         if "cell" in settings:
             found.append(f"{where('config_kwargs')}: 'cell' is chosen by the model name: use --model=rnn, gru "

@@ -1,5 +1,7 @@
 """What the model builders share: clear errors for paths that cannot be loaded, config overrides that
-refuse typos, and token ids written where both training and ``generate`` read them."""
+refuse typos, and token ids written where both training and ``generate`` read them. An efficient checkpoint
+(an adapter or BitFit biases, textbox.model.efficient_checkpoint) loads onto its base model here, whichever
+builder asks, and ``load_saved_model`` reloads the Trainer's checkpoint_best."""
 from __future__ import annotations
 
 import inspect
@@ -10,6 +12,9 @@ import torch
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
 
 from textbox.config.errors import TextBoxUserError
+from textbox.model.efficient_checkpoint import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
+                                                inner_model, is_efficient_checkpoint)
+from textbox.utils.paths import missing_local_path
 
 Loaded = TypeVar("Loaded")
 
@@ -18,14 +23,12 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
                     **kwargs: Any) -> Loaded:
     """Call a ``from_pretrained`` and turn 'not found / offline' and damaged files into a message that names the
     path (``named_by``: where it came from, e.g. --model_path) and what to do; nothing is written."""
-    from textbox.model.efficient import is_efficient_checkpoint, load_efficient
-
     named = f"{named_by}={model_path}" if named_by.startswith("--") else f"{named_by} {model_path}"
     local = Path(model_path).expanduser()
     try:
         if is_efficient_checkpoint(model_path):  # an adapter or BitFit biases: loaded onto their base model
-            return load_efficient(load, model_path, **kwargs)
-        if not local.exists() and _looks_like_a_path(model_path):
+            return _load_efficient(load, model_path, **kwargs)
+        if missing_local_path(model_path):
             raise TextBoxUserError(f"{named}: directory {local} does not exist; give a directory "
                                    f"written by save_pretrained, or a Hugging Face Hub id such as facebook/bart-base")
         if local.is_dir() and not (local / "config.json").is_file():
@@ -62,6 +65,45 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
             f"(unset HF_HUB_OFFLINE) so that it can be downloaded") from error
 
 
+def _load_efficient(load: Callable[..., Any], path: str | Path, **kwargs: Any) -> Any:
+    """``load`` (a tokenizer, config or model class's from_pretrained) applied to an efficient checkpoint:
+    tokenizers from the checkpoint, configs from the base, models as base + the trained parameters."""
+    directory = Path(path).expanduser()
+    if _loads_tokenizer(load):
+        if (directory / "tokenizer_config.json").is_file():  # saved beside the adapter
+            return load(str(directory), **kwargs)
+        return from_pretrained(load, base_model_path(directory), **kwargs)
+    loaded = from_pretrained(load, base_model_path(directory), **kwargs)
+    if not isinstance(loaded, torch.nn.Module):
+        return loaded
+    return attach_trained_parameters(loaded, directory)
+
+
+def _loads_tokenizer(load: Callable[..., Any]) -> bool:
+    from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+    owner = getattr(load, "__self__", None)
+    return isinstance(owner, type) and issubclass(owner, (AutoTokenizer, PreTrainedTokenizerBase))
+
+
+def load_saved_model(path: str | Path, like: Any) -> Any:
+    """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
+    from transformers import GenerationConfig
+
+    base_class = type(inner_model(like))
+    # through the shared loader: a damaged file is named (exit 2), never a traceback
+    model = from_pretrained(base_class.from_pretrained, str(path), named_by="checkpoint")
+    if not is_efficient_checkpoint(path):
+        return model  # a plain model (also a merged LoRA/IA3)
+    # The builder completed special token ids in the base's config; the reloaded base has them from disk.
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        if getattr(like.config, name, None) is not None:
+            setattr(model.config, name, getattr(like.config, name))
+    if not (Path(path) / GENERATION_CONFIG).is_file():
+        inner_model(model).generation_config = GenerationConfig.from_dict(like.generation_config.to_dict())
+    return model
+
+
 def _safetensor_error() -> type[Exception]:
     from safetensors import SafetensorError
 
@@ -81,11 +123,6 @@ def damaged_files(directory: Path) -> list[str]:
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             found.append(f"file {path} is damaged ({reason})")
     return found
-
-
-def _looks_like_a_path(model_path: str) -> bool:
-    """Hub ids are 'name' or 'owner/name'; anything else can only have meant a local directory."""
-    return model_path.startswith((".", "/", "~")) or model_path.count("/") > 1
 
 
 def load_config(model_path: str, overrides: Mapping[str, Any],

@@ -1,7 +1,9 @@
-"""Model registry: name -> builder, resolved lazily so that config validation imports nothing heavy.
+"""Model registry: ``--model`` name -> builder, resolved lazily so that config validation imports nothing heavy.
 
-A builder is ``build(config, train_split) -> (model, tokenizer)``; ``train_split`` is the raw
-training Split (needed by models that train their own tokenizer) or None when only testing.
+Which names exist and what each one is (decoder-only, builds a new model, ...) is textbox.config.families'
+table; an entry here adds the builder that loads it. A builder is ``build(config, train_split) -> BuiltModel``
+(textbox.model.record); ``train_split`` is the raw training split (its texts train the tokenizer of models that
+train their own) or None when only testing. textbox.model.build.build_model is the one caller.
 """
 from __future__ import annotations
 
@@ -9,31 +11,59 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from textbox.config.families import (CAUSAL_LM, ENCODER_DECODER, FAMILIES, RNN, SEQ2SEQ, TRANSFORMER, Family)
 from textbox.utils.suggest import suggest
+
+# kind (textbox.config.families) -> its builder, "module.path:function", imported on first use
+BUILDERS = {
+    TRANSFORMER: "textbox.model.transformer:build",
+    SEQ2SEQ: "textbox.model.hf_seq2seq:build",
+    ENCODER_DECODER: "textbox.model.bert2bert:build",
+    CAUSAL_LM: "textbox.model.causal_lm:build",
+    RNN: "textbox.model.rnn:build",
+}
+_DESCRIPTIONS = {
+    TRANSFORMER: "BART-architecture Transformer trained from scratch, with a byte-level BPE tokenizer trained on "
+                 "train.src/tgt",
+    SEQ2SEQ: "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path",
+    CAUSAL_LM: "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined",
+    RNN: "RNN encoder-decoder with attention trained from scratch, with the transformer's BPE tokenizer",
+    "bert2bert": "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)",
+    "encoder_decoder": "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) "
+                       "checkpoint",
+}
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     name: str
     builder: str  # "module.path:function", imported on first use
-    needs_model_path: bool
     description: str
-    family: str  # the row of textbox.model.keys.SUPPORT: which keys its builder honours, where
+    facts: Family  # what the model is (textbox.config.families)
+
+    @property
+    def needs_model_path(self) -> bool:
+        return self.facts.needs_model_path
+
+    @property
+    def family(self) -> str:
+        """The row of textbox.model.keys.SUPPORT: which keys its builder honours, where (the family's kind)."""
+        return self.facts.kind.name
 
 
 MODELS: dict[str, ModelEntry] = {}
 
 
-def register(name: str, builder: str, needs_model_path: bool, description: str, family: str) -> None:
-    """Add a model; a duplicate name, or a family whose key support is not declared, is a programming error."""
+def register(facts: Family, builder: str, description: str) -> None:
+    """Add a model; a duplicate name, or a kind whose key support is not declared, is a programming error."""
     from textbox.model.keys import SUPPORT
 
-    key = name.lower()
-    if key in MODELS:
-        raise ValueError(f"model {key!r} is registered twice")
-    if family not in SUPPORT:
-        raise ValueError(f"model {key!r}: family {family!r} declares no key support in textbox.model.keys")
-    MODELS[key] = ModelEntry(key, builder, needs_model_path, description, family)
+    if facts.name in MODELS:
+        raise ValueError(f"model {facts.name!r} is registered twice")
+    if facts.kind.name not in SUPPORT:
+        raise ValueError(f"model {facts.name!r}: kind {facts.kind.name!r} declares no key support in "
+                         f"textbox.model.keys")
+    MODELS[facts.name] = ModelEntry(facts.name, builder, description, facts)
 
 
 def get_builder(name: str) -> Callable[..., Any]:
@@ -44,23 +74,5 @@ def get_builder(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-register("transformer", "textbox.model.transformer:build", False,
-         "BART-architecture Transformer trained from scratch, with a byte-level BPE tokenizer trained on train.src/tgt",
-         "transformer")
-for _name in ("bart", "t5", "mbart", "pegasus", "marian", "led", "blenderbot", "prophetnet", "seq2seq"):
-    register(_name, "textbox.model.hf_seq2seq:build", True,
-             "Any Hugging Face encoder-decoder (AutoModelForSeq2SeqLM) from --model_path", "seq2seq")
-register("bert2bert", "textbox.model.bert2bert:build", True,
-         "EncoderDecoderModel warm-started from one encoder path (e.g. a BERT)", "encoder_decoder")
-register("encoder_decoder", "textbox.model.bert2bert:build", True,
-         "EncoderDecoderModel from an encoder (--model_path) and a decoder (--decoder_model_path) checkpoint",
-         "encoder_decoder")
-# Decoder-only LMs: their targets are tokenised as text + eos (textbox.data.tokenize reads this tuple).
-DECODER_ONLY_MODELS = ("causal_lm", "gpt2", "opt", "llama")
-for _name in DECODER_ONLY_MODELS:
-    register(_name, "textbox.model.causal_lm:build", True,
-             "Any Hugging Face decoder-only LM (AutoModelForCausalLM) from --model_path: source and target joined",
-             "causal_lm")
-for _name in ("rnn", "gru", "lstm"):
-    register(_name, "textbox.model.rnn:build", False,
-             "RNN encoder-decoder with attention trained from scratch, with the transformer's BPE tokenizer", "rnn")
+for _facts in FAMILIES.values():
+    register(_facts, BUILDERS[_facts.kind.name], _DESCRIPTIONS.get(_facts.name, _DESCRIPTIONS[_facts.kind.name]))

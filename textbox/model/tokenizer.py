@@ -13,10 +13,16 @@ from typing import Callable, Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+from textbox.model.record import TrainingTexts
 from textbox.utils.atomic import atomic_directory
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
 SPECIAL_TOKENS = (BOS, PAD, EOS, UNK, MASK)  # ids 0..4, in this order
+
+
+def tokenizer_texts(train_split: TrainingTexts) -> list[str]:
+    """What a new tokenizer trains on: every source, then every target's first reference."""
+    return [*train_split.sources, *(references[0] for references in train_split.targets)]
 
 
 def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int, cache_dir: str | Path,

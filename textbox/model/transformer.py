@@ -10,35 +10,34 @@ from typing import Any
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartForConditionalGeneration
 
 from textbox.config import Config, TextBoxUserError
-from textbox.data.split import Split
+from textbox.config.families import RNN_MODEL_TYPE
 from textbox.model.keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, reject_unknown_config_kwargs,
                                    set_generation_length)
-from textbox.model.tokenizer import train_bpe_tokenizer
+from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
 from textbox.utils.logging import get_logger
 
 DEFAULT_TOKENIZER: dict[str, int] = {"vocab_size": 8000, "min_frequency": 2}
-RNN_MODEL_TYPE = "textbox_rnn"  # textbox.model.rnn's checkpoints: loaded by --model=rnn/gru/lstm
 
 
-def build(config: Config, train_split: Split | None) -> tuple[BartForConditionalGeneration, Any]:
+def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Reload ``config.model_path`` as saved, or train a tokenizer on ``train_split`` and build a fresh model.
 
     configs/model/transformer.yaml's config_kwargs and tokenizer_kwargs describe a new model; over a checkpoint
     only the config_kwargs the user set apply (textbox.model.keys says which keys are honoured where).
     """
     if config.model_path:
-        return _reload(config), from_pretrained(AutoTokenizer.from_pretrained, config.model_path)
+        return BuiltModel(_reload(config), from_pretrained(AutoTokenizer.from_pretrained, config.model_path))
     if train_split is None:
         raise TextBoxUserError("model 'transformer' starts untrained: use --do_train=True to train it, or "
                                "--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
                                "to test a trained one")
-    texts = [*train_split.sources, *(references[0] for references in train_split.targets)]
-    tokenizer = train_bpe_tokenizer(texts, **_tokenizer_settings(config), cache_dir=config.cache_dir,
-                                    log=get_logger().info)
+    tokenizer = train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
+                                    cache_dir=config.cache_dir, log=get_logger().info)
     model = BartForConditionalGeneration(_bart_config(config, tokenizer))  # generation_config copies its ids
     set_generation_length(model, config.tgt_len)
-    return model, tokenizer
+    return BuiltModel(model, tokenizer)
 
 
 def _reload(config: Config) -> Any:
@@ -47,7 +46,7 @@ def _reload(config: Config) -> Any:
     model_path = config.model_path
     try:
         model_config = load_config(model_path, config_settings(config, "config_kwargs"))
-    except ValueError as error:  # a model type transformers does not know (e.g. an RNN run's, before rnn.py loads)
+    except ValueError as error:  # a model type transformers does not know
         if not any(sign in str(error) for sign in ("Unrecognized", "does not recognize")):
             raise
         model_config = None

@@ -16,7 +16,8 @@ from accelerate import Accelerator
 
 from textbox.config import TextBoxUserError
 from textbox.config.run_config import LAST_CHECKPOINT
-from textbox.model.efficient import save_model_files
+from textbox.model.efficient_checkpoint import save_model_files
+from textbox.model.record import EfficientRecord
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
@@ -25,12 +26,14 @@ LAST = LAST_CHECKPOINT  # one home: the config layer recognises run directories 
 BEST = "checkpoint_best"
 
 
-def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path) -> None:
-    """save_pretrained model + tokenizer from the main process, atomically."""
+def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path,
+               efficient: EfficientRecord | None = None) -> None:
+    """save_pretrained model + tokenizer from the main process, atomically; of a model that carries an efficient
+    method (``efficient``, its BuiltModel record) only what the method trains."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         with atomic_directory(path) as tmp:
-            save_model_files(accelerator.unwrap_model(model), tmp)  # only the trained parameters when efficient
+            save_model_files(accelerator.unwrap_model(model), tmp, efficient)
             tokenizer.save_pretrained(tmp)
     accelerator.wait_for_everyone()
 

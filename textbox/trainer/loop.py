@@ -23,6 +23,7 @@ from textbox.decoding.compiled import compilation_seconds
 from textbox.decoding.engine import DecodingOptions
 from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
 from textbox.evaluator.metrics.perplexity import perplexity_of
+from textbox.model.record import EfficientRecord
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.loss import forward_token_losses, target_tokens
@@ -31,8 +32,8 @@ from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves, selection_score
 from textbox.utils.atomic import restore_interrupted, write_text_atomic
 from textbox.utils.json_numbers import finite_or_null
+from textbox.utils.labels import LOSS_FIGURES
 
-LOSS_LIKE = ("loss", "perplexity")
 # Page-locked batches copy to a GPU asynchronously; on a CPU-only machine there is nothing to copy.
 _PIN_MEMORY = torch.cuda.is_available()
 Batch = TypeVar("Batch")
@@ -52,7 +53,7 @@ class Trainer:
     It accumulates gradients itself (config.accumulation_steps), so the Accelerator must not also do it."""
 
     def __init__(self, config: Config, accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any,
-                 collator: Any, run_dir: Path, logger: logging.Logger):
+                 collator: Any, run_dir: Path, logger: logging.Logger, efficient: EfficientRecord | None = None):
         if accelerator.gradient_accumulation_steps != 1:
             raise ValueError("build the Accelerator without gradient_accumulation_steps: the Trainer accumulates "
                              "config.accumulation_steps batches itself")
@@ -60,6 +61,7 @@ class Trainer:
         self.accelerator = accelerator
         self.model = model
         self.tokenizer = tokenizer
+        self.efficient = efficient  # the model's efficient method (BuiltModel.efficient): what checkpoints hold
         self.collator = collator
         self.run_dir = Path(run_dir)
         self.logger = logger
@@ -169,7 +171,7 @@ class Trainer:
         if valid is not None and self.state.best_score is None and self.state.validations:
             self._best_is_final_model()
         elif valid is None or not self.best_dir.exists():
-            checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir)
+            checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
         self._save_resume_state()  # the final state, for the record
         return self.state
 
@@ -181,7 +183,7 @@ class Trainer:
                             f"NaN/inf): checkpoint_best is the final model of step {self.state.step}, chosen by "
                             f"no validation")
         self.state.best_step, self.state.best_valid = self.state.validated_step, dict(self._last_valid)
-        checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir)
+        checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
 
     def _compiled(self, model: torch.nn.Module) -> Any:
         """torch.compile of the training forward only (saving, DDP's no_sync, evaluation and generation keep the
@@ -343,14 +345,14 @@ class Trainer:
         if improved:
             self.state.best_score, self.state.best_step, self.state.best_valid = score, self.state.step, figures
             self.state.stale_validations = 0
-            checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir)
+            checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
             if texts is not None and self.accelerator.is_main_process:
                 write_text_atomic(self.run_dir / "valid_generation.txt", "".join(t + "\n" for t in texts))
         else:
             self.state.stale_validations += 1
         if self.config.max_save > 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
-                                  self.run_dir / f"checkpoint-{self.state.step}")
+                                  self.run_dir / f"checkpoint-{self.state.step}", self.efficient)
             if self.accelerator.is_main_process:
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
         self._save_resume_state()
@@ -367,7 +369,7 @@ class Trainer:
         """Loss always; generation and metrics only when a non-loss figure chooses the best model."""
         figures = {"loss": self.eval_loss(loader)}
         wanted = [m.lower() for m in self.config.metrics_for_best_model]
-        if all(m in LOSS_LIKE for m in wanted):
+        if all(m in LOSS_FIGURES for m in wanted):
             if "perplexity" in wanted:
                 figures["perplexity"] = perplexity_of(figures["loss"])
             return figures, None
@@ -408,7 +410,7 @@ class Trainer:
         """Switch to checkpoint_best when training produced one (else keep the model as built), for testing."""
         restore_interrupted(self.best_dir)
         if self.best_dir.exists():
-            from textbox.model.efficient import load_saved_model
+            from textbox.model.loading import load_saved_model
 
             # an adapter/BitFit checkpoint goes back onto its base model
             self.model = load_saved_model(self.best_dir, self.accelerator.unwrap_model(self.model))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-IGNORE_INDEX = -100
+from textbox.utils.labels import IGNORE_INDEX
 
 
 def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:

@@ -11,11 +11,12 @@ from textbox.config.errors import ConfigError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.batching import EvalExamples
+from textbox.data.batch_layout import make_collator
 from textbox.data.causal import CausalLMCollator
-from textbox.data.collate import IGNORE_INDEX as X
-from textbox.data.collate import Seq2SeqCollator, make_collator
+from textbox.data.collate import Seq2SeqCollator
 from textbox.data.split import Split
 from textbox.data.tokenize import cache_key, encode_lm_targets, tokenize_splits
+from textbox.utils.labels import IGNORE_INDEX as X
 
 from tests.unit.data.test_tokenize import word_tokenizer
 
@@ -84,12 +85,14 @@ def test_inputs_without_targets_give_prompts_only():
     assert (batch["labels"] == X).all()
 
 
-def test_make_collator_routes_decoder_only_models():
-    config = Config({**DEFAULTS})
-    decoder_only = SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=False))
-    encoder_decoder = SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=True))
-    assert isinstance(make_collator(config, decoder_only, tokenizer()), CausalLMCollator)
-    assert isinstance(make_collator(config, encoder_decoder, tokenizer()), Seq2SeqCollator)
+@pytest.mark.parametrize("model", ["causal_lm", "gpt2", "opt", "llama"])
+def test_make_collator_routes_decoder_only_models(model):
+    assert isinstance(make_collator(Config({**DEFAULTS, "model": model}), tokenizer()), CausalLMCollator)
+
+
+@pytest.mark.parametrize("model", ["transformer", "bart", "t5", "bert2bert", "encoder_decoder", "rnn", "lstm"])
+def test_make_collator_pads_encoder_decoder_batches(model):
+    assert type(make_collator(Config({**DEFAULTS, "model": model}), tokenizer())) is Seq2SeqCollator
 
 
 # --- the tokenised target layout -------------------------------------------------------------------------------

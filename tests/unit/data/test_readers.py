@@ -185,3 +185,29 @@ def test_builtin_dataset_is_built_in_its_default_directory(tmp_path, monkeypatch
     assert (tmp_path / "dataset" / "pydoc" / "train.src").is_file()
     assert {name: len(split) for name, split in splits.items()} == {"train": 2, "valid": 1, "test": 1}
     assert messages[0] == "building the built-in dataset 'pydoc' in dataset/pydoc"
+
+
+# --- the one line reader: dataset files, --input_file and textbox.evaluate read alike ---------------------------
+def test_read_lines_drops_line_ends_keeps_blank_lines_and_adds_no_final_empty_line(tmp_path):
+    from textbox.data.readers import read_lines
+
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"one\r\n\n three \nlast")
+    assert read_lines(path) == ["one", "", " three ", "last"]
+    path.write_bytes(b"one\n")
+    assert read_lines(str(path)) == ["one"]
+    path.write_bytes(b"")
+    assert read_lines(path) == []
+
+
+def test_read_lines_reads_stdin_for_a_dash_and_names_undecodable_lines(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    from textbox.data.readers import read_lines
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a\r\nb\n")))
+    assert read_lines("-") == ["a", "b"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\n")))
+    with pytest.raises(DataError, match=r"stdin:2: bytes b'\\xff' are not UTF-8"):
+        read_lines("-")

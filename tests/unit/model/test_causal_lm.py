@@ -43,7 +43,8 @@ def examples(tokenizer, split, count, src_len=24, tgt_len=12):
 # --- the builder -----------------------------------------------------------------------------------------------
 def test_loads_pretrained_weights_and_pads_with_eos(saved, tiny_config):
     style, path = saved
-    model, tokenizer = causal_lm.build(lm_config(tiny_config, path), None)
+    built = causal_lm.build(lm_config(tiny_config, path), None)
+    model, tokenizer = built.model, built.tokenizer
     original = AutoModelForCausalLM.from_pretrained(path)
     assert isinstance(model, STYLES[style])
     assert torch.equal(model.get_input_embeddings().weight, original.get_input_embeddings().weight)
@@ -56,7 +57,7 @@ def test_loads_pretrained_weights_and_pads_with_eos(saved, tiny_config):
 def test_from_scratch_keeps_the_architecture_with_config_kwargs_applied(saved, tiny_config):
     style, path = saved
     dropout = {"gpt2": "resid_pdrop", "llama": "attention_dropout"}[style]
-    model, _ = causal_lm.build(lm_config(tiny_config, path, from_scratch=True, config_kwargs={dropout: 0.25}), None)
+    model = causal_lm.build(lm_config(tiny_config, path, from_scratch=True, config_kwargs={dropout: 0.25}), None).model
     original = AutoModelForCausalLM.from_pretrained(path)
     assert isinstance(model, STYLES[style]) and getattr(model.config, dropout) == 0.25
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in original.parameters())
@@ -87,7 +88,8 @@ def test_the_loss_is_hugging_faces_causal_lm_loss_on_the_target_tokens(saved, ti
     """Reference: the model's own loss (labels = the joined sequence with -100 outside the target), one example
     at a time without padding; ours comes from a padded batch and must give the same sums and counts."""
     _, path = saved
-    model, tokenizer = causal_lm.build(lm_config(tiny_config, path), None)
+    built = causal_lm.build(lm_config(tiny_config, path), None)
+    model, tokenizer = built.model, built.tokenizer
     model.eval()
     data = examples(tokenizer, train_split, 6)
     batch = CausalLMCollator(tokenizer)(data)
@@ -106,7 +108,8 @@ def test_the_loss_is_hugging_faces_causal_lm_loss_on_the_target_tokens(saved, ti
 
 def test_label_smoothing_and_gradients_reach_the_model(saved, tiny_config, train_split):
     _, path = saved
-    model, tokenizer = causal_lm.build(lm_config(tiny_config, path), None)
+    built = causal_lm.build(lm_config(tiny_config, path), None)
+    model, tokenizer = built.model, built.tokenizer
     batch = CausalLMCollator(tokenizer)(examples(tokenizer, train_split, 3))
     plain, _ = forward_token_losses(model, model, batch)
     smoothed, _ = forward_token_losses(model, model, batch, label_smoothing=0.1)
@@ -121,7 +124,8 @@ def test_left_padded_batched_generation_equals_unbatched_generation(saved, tiny_
     """Through generate_texts, as evaluation runs it: length-sorted batches of 5 (prompts of different lengths,
     so left padding) give the same texts as batches of one example, and only the new tokens."""
     _, path = saved
-    model, tokenizer = causal_lm.build(lm_config(tiny_config, path), None)
+    built = causal_lm.build(lm_config(tiny_config, path), None)
+    model, tokenizer = built.model, built.tokenizer
     data = examples(tokenizer, train_split, 10)
     settings = {"max_new_tokens": 6, "min_new_tokens": 6, "do_sample": False, "num_beams": num_beams}
     accelerator = Accelerator(cpu=True)
@@ -149,7 +153,8 @@ def test_cross_attention_sharing_is_left_out_for_decoder_only_models(saved, tiny
         raise AssertionError("shared_cross_attention must not be entered for a decoder-only LM")
 
     monkeypatch.setattr(generate, "shared_cross_attention", refuse)
-    model, tokenizer = causal_lm.build(lm_config(tiny_config, saved[1]), None)
+    built = causal_lm.build(lm_config(tiny_config, saved[1]), None)
+    model, tokenizer = built.model, built.tokenizer
     data = examples(tokenizer, train_split, 3)
     loader = DataLoader(EvalExamples(data), batch_size=3, collate_fn=CausalLMCollator(tokenizer))
     texts = generate_texts(Accelerator(cpu=True), model, tokenizer, loader, {"max_new_tokens": 3, "num_beams": 2},

@@ -15,7 +15,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 from textbox.config import TextBoxUserError
 from textbox.config.errors import ConfigError
 from textbox.checks import load_checked_config
-from textbox.model.efficient import load_saved_model
+from textbox.model.loading import load_saved_model
 from textbox.model.files import damaged_files
 from textbox.model.loading import from_pretrained
 

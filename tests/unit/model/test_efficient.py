@@ -10,10 +10,14 @@ import torch
 from transformers import AutoModelForSeq2SeqLM
 
 from textbox.config import TextBoxUserError
+from textbox.config.checkpoint_family import ADAPTER_CONFIG, BITFIT_CONFIG
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.model import hf_seq2seq
-from textbox.model.efficient import (ADAPTER_CONFIG, BITFIT_CONFIG, apply_efficient_methods, load_saved_model,
-                                     save_model_files)
+from textbox.model.build import build_model
+from textbox.model.efficient import apply_efficient_methods
+from textbox.model.efficient_checkpoint import save_model_files
+from textbox.model.loading import load_saved_model
+from textbox.model.record import BuiltModel, EfficientRecord
 from textbox.trainer.loss import forward_token_losses
 
 LOG = logging.getLogger("test_efficient")
@@ -32,13 +36,16 @@ TRAINABLE = {
 
 @pytest.fixture
 def build(tiny_config, saved_bart):
-    """build(methods, **keys) -> (tuned model, tokenizer, config): the tiny saved BART with a method applied."""
+    """build(methods, **keys) -> (tuned model, tokenizer, its efficient record): the tiny saved BART with a method
+    applied."""
 
     def make(methods, **changes):
         config = tiny_config(model="bart", model_path=str(saved_bart), config_kwargs={}, tokenizer_kwargs={},
                              efficient_methods=methods, **{"src_len": 12, **changes})
-        model, tokenizer = hf_seq2seq.build(config, None)
-        return apply_efficient_methods(config, model, LOG), tokenizer, config
+        tuned = apply_efficient_methods(config, hf_seq2seq.build(config, None), LOG)
+        unfreeze = config.efficient_unfreeze_model
+        assert tuned.efficient == EfficientRecord(methods[0], unfreeze, str(saved_bart.resolve()))
+        return tuned.model, tuned.tokenizer, tuned.efficient
 
     return make
 
@@ -110,13 +117,14 @@ def test_bitfit_on_a_model_without_biases_is_a_clear_error(tiny_config):
                                                 num_heads=2, decoder_start_token_id=0))
     config = tiny_config(model="t5", model_path="/tmp", efficient_methods=["bitfit"])
     with pytest.raises(TextBoxUserError, match="trains only bias terms, and this 't5' model has none"):
-        apply_efficient_methods(config, model, LOG)
+        apply_efficient_methods(config, BuiltModel(model, None), LOG)
 
 
 def test_a_from_scratch_base_cannot_be_saved_adapter_only(tiny_config, saved_bart):
     model = AutoModelForSeq2SeqLM.from_pretrained(saved_bart)
     with pytest.raises(TextBoxUserError, match="starts from random weights"):
-        apply_efficient_methods(tiny_config(model="transformer", efficient_methods=["lora"]), model, LOG)
+        apply_efficient_methods(tiny_config(model="transformer", efficient_methods=["lora"]), BuiltModel(model, None),
+                                LOG)
 
 
 def _greedy(model, tokenizer):
@@ -129,7 +137,7 @@ def _greedy(model, tokenizer):
 
 @pytest.mark.parametrize("method", list(TRAINABLE))
 def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, method, tmp_path, tiny_config):
-    model, tokenizer, _ = build([method])
+    model, tokenizer, efficient = build([method])
     frozen_before = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     # virtual tokens of an untrained tiny model move its loss slowly: a larger step for them
     losses = _train(model, tokenizer, steps=15, lr=0.03 if method in ("lora", "bitfit") else 0.3)
@@ -147,7 +155,7 @@ def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, m
     assert torch.equal(plain, shared)
 
     saved = tmp_path / "checkpoint_best"
-    save_model_files(model, saved)
+    save_model_files(model, saved, efficient)
     tokenizer.save_pretrained(saved)
     assert not (saved / "config.json").exists() and not (saved / "model.safetensors").exists()
     assert (saved / (BITFIT_CONFIG if method == "bitfit" else ADAPTER_CONFIG)).is_file()
@@ -157,8 +165,9 @@ def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, m
 
     # in the same process (Trainer.use_best_model) and as a new process's --model_path would load it
     assert torch.equal(_greedy(load_saved_model(saved, model), tokenizer), expected)
-    reloaded, reloaded_tokenizer = hf_seq2seq.build(
+    built = hf_seq2seq.build(
         tiny_config(model="bart", model_path=str(saved), config_kwargs={}, tokenizer_kwargs={}), None)
+    reloaded, reloaded_tokenizer = built.model, built.tokenizer
     assert torch.equal(_greedy(reloaded, reloaded_tokenizer), expected)
     trainable = {n for n, p in reloaded.named_parameters() if p.requires_grad}
     assert trainable and all(TRAINABLE[method](name) for name in trainable)  # tuning would go on as before
@@ -166,12 +175,12 @@ def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, m
 
 @pytest.mark.parametrize("method", ["lora", "ia3", "prompt-tuning", "bitfit"])
 def test_unfrozen_models_are_saved_whole(build, method, tmp_path, tiny_config):
-    model, tokenizer, _ = build([method], efficient_unfreeze_model=True)
+    model, tokenizer, efficient = build([method], efficient_unfreeze_model=True)
     _train(model, tokenizer, steps=3, lr=0.01)
     live = {n: p.detach().clone() for n, p in model.named_parameters()}
     expected = _greedy(model, tokenizer)
     saved = tmp_path / "checkpoint_best"
-    save_model_files(model, saved)
+    save_model_files(model, saved, efficient)
     tokenizer.save_pretrained(saved)
     assert all(torch.equal(p, live[n]) for n, p in model.named_parameters())  # saving left the model as it was
     if method in ("lora", "ia3", "bitfit"):  # a plain model, merged
@@ -180,21 +189,23 @@ def test_unfrozen_models_are_saved_whole(build, method, tmp_path, tiny_config):
         assert torch.equal(_greedy(plain, tokenizer), expected)
     else:
         assert (saved / "base_model" / "config.json").is_file() and (saved / ADAPTER_CONFIG).is_file()
-    reloaded, reloaded_tokenizer = hf_seq2seq.build(
+    built = hf_seq2seq.build(
         tiny_config(model="bart", model_path=str(saved), config_kwargs={}, tokenizer_kwargs={}), None)
+    reloaded, reloaded_tokenizer = built.model, built.tokenizer
     assert torch.equal(_greedy(reloaded, reloaded_tokenizer), expected)
     assert torch.equal(_greedy(load_saved_model(saved, model), tokenizer), expected)
 
 
 def test_an_efficient_checkpoint_cannot_take_a_second_method(build, tmp_path, tiny_config):
-    model, tokenizer, _ = build(["lora"])
-    save_model_files(model, tmp_path / "adapter")
+    model, tokenizer, efficient = build(["lora"])
+    save_model_files(model, tmp_path / "adapter", efficient)
     tokenizer.save_pretrained(tmp_path / "adapter")
     config = tiny_config(model="bart", model_path=str(tmp_path / "adapter"), config_kwargs={}, tokenizer_kwargs={},
                          efficient_methods=["ia3"])
-    reloaded, _ = hf_seq2seq.build(config, None)
     with pytest.raises(TextBoxUserError, match="already holds a lora checkpoint"):
-        apply_efficient_methods(config, reloaded, LOG)
+        build_model(config, None, LOG)  # the loaded adapter is recorded; a second method is refused
+    reloaded = build_model(config.replace(efficient_methods=[]), None, LOG)
+    assert reloaded.efficient == efficient  # what an adapter checkpoint records is what saved it
 
 
 def test_validation_names_methods_and_combinations():

@@ -31,8 +31,9 @@ def saved_t5(tmp_path_factory, tiny_transformer):
 
 def test_loads_pretrained_weights_with_config_kwargs_applied(saved_bart, tiny_transformer, tiny_config):
     original, _ = tiny_transformer
-    model, tokenizer = hf_seq2seq.build(tiny_config(model_path=str(saved_bart), config_kwargs={"dropout": 0.3},
+    built = hf_seq2seq.build(tiny_config(model_path=str(saved_bart), config_kwargs={"dropout": 0.3},
                                                     tokenizer_kwargs={}), None)
+    model, tokenizer = built.model, built.tokenizer
     assert isinstance(model, BartForConditionalGeneration)
     assert model.config.dropout == 0.3
     assert torch.equal(model.get_input_embeddings().weight, original.get_input_embeddings().weight)
@@ -40,8 +41,9 @@ def test_loads_pretrained_weights_with_config_kwargs_applied(saved_bart, tiny_tr
 
 
 def test_t5_keeps_its_decoder_start_and_round_trips(saved_t5, tiny_config, tmp_path, greedy):
-    model, tokenizer = hf_seq2seq.build(tiny_config(model_path=str(saved_t5), config_kwargs={}, tokenizer_kwargs={},
+    built = hf_seq2seq.build(tiny_config(model_path=str(saved_t5), config_kwargs={}, tokenizer_kwargs={},
                                                     tgt_len=6), None)
+    model, tokenizer = built.model, built.tokenizer
     assert model.config.decoder_start_token_id == model.generation_config.decoder_start_token_id == 1
     assert model.generation_config.pad_token_id == tokenizer.pad_token_id == 1
     assert model.generation_config.max_new_tokens == 6
@@ -55,8 +57,8 @@ def test_t5_keeps_its_decoder_start_and_round_trips(saved_t5, tiny_config, tmp_p
 
 def test_from_scratch_keeps_the_architecture_but_not_the_weights(saved_bart, tiny_transformer, tiny_config):
     original, _ = tiny_transformer
-    model, _ = hf_seq2seq.build(tiny_config(model_path=str(saved_bart), config_kwargs={}, tokenizer_kwargs={},
-                                            from_scratch=True), None)
+    model = hf_seq2seq.build(tiny_config(model_path=str(saved_bart), config_kwargs={}, tokenizer_kwargs={},
+                                         from_scratch=True), None).model
     assert model.config.d_model == original.config.d_model
     assert not torch.equal(model.get_input_embeddings().weight, original.get_input_embeddings().weight)
 
@@ -66,7 +68,8 @@ def test_pad_token_is_taken_from_the_model_config_when_the_tokenizer_lacks_one(s
     tokenizer.pad_token = None
     BartForConditionalGeneration.from_pretrained(saved_bart).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    _, tokenizer = hf_seq2seq.build(tiny_config(model_path=str(tmp_path), config_kwargs={}, tokenizer_kwargs={}), None)
+    tokenizer = hf_seq2seq.build(tiny_config(model_path=str(tmp_path), config_kwargs={}, tokenizer_kwargs={}),
+                                 None).tokenizer
     assert tokenizer.pad_token == "<pad>" and tokenizer.pad_token_id == 1
 
 

@@ -45,7 +45,8 @@ def saved_rnn(tmp_path_factory, train_split) -> Path:
     config = user_config(model="gru", cache_dir=str(tmp_path_factory.mktemp("cache")),
                          config_kwargs={"embedding_size": 16, "hidden_size": 16, "num_layers": 1},
                          tokenizer_kwargs={"vocab_size": 300, "min_frequency": 1})
-    model, tokenizer = rnn.build(config, train_split)
+    built = rnn.build(config, train_split)
+    model, tokenizer = built.model, built.tokenizer
     path = tmp_path_factory.mktemp("gru")
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -174,8 +175,9 @@ def _max_difference(first: torch.nn.Module, second: torch.nn.Module) -> float:
 def test_transformer_from_scratch_keeps_the_checkpoint_architecture_with_new_weights(saved_bart, tiny_config):
     from textbox.model import transformer
 
-    saved, _ = transformer.build(tiny_config(model_path=str(saved_bart)), None)
-    fresh, tokenizer = transformer.build(tiny_config(model_path=str(saved_bart), from_scratch=True), None)
+    saved = transformer.build(tiny_config(model_path=str(saved_bart)), None).model
+    built = transformer.build(tiny_config(model_path=str(saved_bart), from_scratch=True), None)
+    fresh, tokenizer = built.model, built.tokenizer
     assert fresh.config.to_diff_dict() == saved.config.to_diff_dict()
     assert len(tokenizer) == saved.config.vocab_size
     assert _max_difference(fresh, saved) > 0.01
@@ -184,7 +186,7 @@ def test_transformer_from_scratch_keeps_the_checkpoint_architecture_with_new_wei
 def test_transformer_checkpoint_takes_the_config_kwargs_the_user_set(saved_bart):
     from textbox.model import transformer
 
-    model, _ = transformer.build(user_config(model_path=str(saved_bart), config_kwargs={"dropout": 0.35}), None)
+    model = transformer.build(user_config(model_path=str(saved_bart), config_kwargs={"dropout": 0.35}), None).model
     assert model.config.dropout == 0.35
     with pytest.raises(TextBoxUserError, match="do not fit the model config.*--from_scratch=True"):
         transformer.build(user_config(model_path=str(saved_bart), config_kwargs={"d_model": 64}), None)
@@ -193,9 +195,9 @@ def test_transformer_checkpoint_takes_the_config_kwargs_the_user_set(saved_bart)
 def test_rnn_checkpoint_from_scratch_and_config_kwargs(saved_rnn):
     from textbox.model import rnn
 
-    saved, _ = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
-    fresh, _ = rnn.build(user_config(model="gru", model_path=str(saved_rnn), from_scratch=True,
-                                     config_kwargs={"dropout": 0.05}), None)
+    saved = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None).model
+    fresh = rnn.build(user_config(model="gru", model_path=str(saved_rnn), from_scratch=True,
+                                  config_kwargs={"dropout": 0.05}), None).model
     assert fresh.config.hidden_size == saved.config.hidden_size == 16 and fresh.config.dropout == 0.05
     assert _max_difference(fresh, saved) > 0.01
 
@@ -203,8 +205,8 @@ def test_rnn_checkpoint_from_scratch_and_config_kwargs(saved_rnn):
 def test_hf_tokenizer_kwargs_are_honoured_or_refused_by_name(saved_bart):
     from textbox.model import hf_seq2seq
 
-    _, tokenizer = hf_seq2seq.build(user_config(model="bart", model_path=str(saved_bart),
-                                                tokenizer_kwargs={"padding_side": "left"}), None)
+    tokenizer = hf_seq2seq.build(user_config(model="bart", model_path=str(saved_bart),
+                                             tokenizer_kwargs={"padding_side": "left"}), None).tokenizer
     assert tokenizer.padding_side == "left"
     with pytest.raises(TextBoxUserError, match="--tokenizer_kwargs: paddin_side is not a setting"):
         hf_seq2seq.build(user_config(model="bart", model_path=str(saved_bart),
@@ -217,9 +219,9 @@ def test_bitfit_trains_the_biases_of_rnn_cells(saved_rnn):
     from textbox.model import rnn
     from textbox.model.efficient import apply_efficient_methods
 
-    model, _ = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
+    built = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
     config = user_config(model="gru", model_path=str(saved_rnn), efficient_methods=["bitfit"])
-    tuned = apply_efficient_methods(config, model, logging.getLogger("test"))
+    tuned = apply_efficient_methods(config, built, logging.getLogger("test")).model
     trainable = {name for name, parameter in tuned.named_parameters() if parameter.requires_grad}
     assert any(".bias_ih_l0" in name for name in trainable) and any(".bias_hh_l0" in name for name in trainable)
     assert not any(name.endswith("weight") or ".weight_" in name for name in trainable)
@@ -231,10 +233,11 @@ def test_lora_on_an_rnn_adapts_the_layers_it_is_given(saved_rnn):
     from textbox.model import rnn
     from textbox.model.efficient import apply_efficient_methods
 
-    model, tokenizer = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
+    built = rnn.build(user_config(model="gru", model_path=str(saved_rnn)), None)
+    tokenizer = built.tokenizer
     config = user_config(model="gru", model_path=str(saved_rnn), efficient_methods=["lora"],
                          efficient_kwargs={"target_modules": ["combine"]})
-    tuned = apply_efficient_methods(config, model, logging.getLogger("test"))
+    tuned = apply_efficient_methods(config, built, logging.getLogger("test")).model
     trainable = {name for name, parameter in tuned.named_parameters() if parameter.requires_grad}
     assert trainable and all("lora_" in name and ".combine." in name for name in trainable)
     batch = tokenizer(["a red book"], return_tensors="pt")
@@ -264,8 +267,8 @@ def test_bert2bert_from_scratch_builds_the_pair_with_new_weights(tiny_bert, trai
 
     from textbox.model import bert2bert
 
-    model, _ = bert2bert.build(user_config(model="bert2bert", model_path=str(tiny_bert), from_scratch=True),
-                               train_split)
+    model = bert2bert.build(user_config(model="bert2bert", model_path=str(tiny_bert), from_scratch=True),
+                            train_split).model
     assert model.config.decoder.add_cross_attention and model.config.encoder.hidden_size == 16
     assert _max_difference(model.encoder, BertModel.from_pretrained(tiny_bert)) > 0.01
 
@@ -273,16 +276,17 @@ def test_bert2bert_from_scratch_builds_the_pair_with_new_weights(tiny_bert, trai
 def test_a_saved_pair_takes_config_kwargs_on_both_halves_and_from_scratch(tiny_bert, train_split, tmp_path):
     from textbox.model import bert2bert
 
-    warm, tokenizer = bert2bert.build(user_config(model="bert2bert", model_path=str(tiny_bert)), train_split)
+    built = bert2bert.build(user_config(model="bert2bert", model_path=str(tiny_bert)), train_split)
+    warm, tokenizer = built.model, built.tokenizer
     warm.save_pretrained(tmp_path / "pair")
     tokenizer.save_pretrained(tmp_path / "pair")
     pair = str(tmp_path / "pair")
-    reloaded, _ = bert2bert.build(user_config(model="bert2bert", model_path=pair,
-                                              config_kwargs={"hidden_dropout_prob": 0.3}), None)
+    reloaded = bert2bert.build(user_config(model="bert2bert", model_path=pair,
+                                           config_kwargs={"hidden_dropout_prob": 0.3}), None).model
     assert reloaded.config.encoder.hidden_dropout_prob == reloaded.config.decoder.hidden_dropout_prob == 0.3
     assert _max_difference(reloaded, warm) == 0.0
     with pytest.raises(TextBoxUserError, match="hiden_dropout_prob is not a setting of either half"):
         bert2bert.build(user_config(model="bert2bert", model_path=pair, config_kwargs={"hiden_dropout_prob": 0.3}),
                         None)
-    fresh, _ = bert2bert.build(user_config(model="bert2bert", model_path=pair, from_scratch=True), None)
+    fresh = bert2bert.build(user_config(model="bert2bert", model_path=pair, from_scratch=True), None).model
     assert _max_difference(fresh, warm) > 0.01

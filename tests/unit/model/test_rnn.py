@@ -3,6 +3,9 @@ batching with padding, save/load through the Auto classes, and the builder's set
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,9 @@ from transformers import AutoModelForSeq2SeqLM
 from tests.conftest import PROJECT_ROOT
 from textbox.config import TextBoxUserError
 from textbox.model.loading import count_parameters
-from textbox.model.rnn import ATTENTIONS, CELLS, RNNSeq2SeqConfig, RNNSeq2SeqModel, build
+from textbox.model.rnn import build
+from textbox.model.rnn_config import ATTENTIONS, CELLS, RNNSeq2SeqConfig
+from textbox.model.rnn_model import RNNSeq2SeqModel, register_auto_classes
 
 VOCAB = 40
 CASES = list(itertools.product(CELLS, ATTENTIONS))
@@ -181,6 +186,8 @@ def test_save_and_reload_through_the_auto_classes(tmp_path: Path):
     model = tiny("lstm", "bahdanau", bidirectional=True, tie_embeddings=False)
     ids, mask = padded_batch()
     model.save_pretrained(tmp_path)
+    register_auto_classes()  # explicit (build_model and the builder make this call), and idempotent
+    register_auto_classes()
     reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
     assert type(reloaded) is RNNSeq2SeqModel and reloaded.config.cell == "lstm"
     assert reloaded.config.attention == "bahdanau" and reloaded.config.tie_embeddings is False
@@ -223,20 +230,23 @@ def test_build_uses_the_transformer_tokenizer_and_the_model_name_as_cell(cell, t
     from textbox.model import transformer
 
     config = tiny_config(model=cell, config_kwargs=TINY_SIZES)
-    model, tokenizer = build(config, train_split)
+    built = build(config, train_split)
+    model, tokenizer = built.model, built.tokenizer
     assert model.config.cell == cell and model.config.vocab_size == len(tokenizer)
     assert tokenizer.mask_token == "<mask>" and tokenizer.pad_token_id == model.config.pad_token_id == 1
     assert model.generation_config.decoder_start_token_id == tokenizer.eos_token_id
     assert model.generation_config.max_new_tokens == config.tgt_len
-    _, bart_tokenizer = transformer.build(tiny_config(), train_split)  # the same cached tokenizer
+    bart_tokenizer = transformer.build(tiny_config(), train_split).tokenizer  # the same cached tokenizer
     assert bart_tokenizer.get_vocab() == tokenizer.get_vocab()
 
 
 def test_build_reloads_a_checkpoint_and_checks_its_cell(tmp_path, tiny_config, train_split):
-    model, tokenizer = build(tiny_config(model="gru", config_kwargs=TINY_SIZES), train_split)
+    built = build(tiny_config(model="gru", config_kwargs=TINY_SIZES), train_split)
+    model, tokenizer = built.model, built.tokenizer
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    again, again_tokenizer = build(tiny_config(model="gru", model_path=str(tmp_path)), None)
+    built = build(tiny_config(model="gru", model_path=str(tmp_path)), None)
+    again, again_tokenizer = built.model, built.tokenizer
     assert type(again) is RNNSeq2SeqModel and again_tokenizer.get_vocab() == tokenizer.get_vocab()
     with pytest.raises(TextBoxUserError, match="is a gru model, not lstm: use --model=gru"):
         build(tiny_config(model="lstm", model_path=str(tmp_path)), None)
@@ -268,3 +278,24 @@ def test_yaml_defaults_build_a_model(cell):
     trainable, total = count_parameters(model)
     expected = {"rnn": 3_436_096, "gru": 5_277_248, "lstm": 6_329_152}[cell]
     assert trainable == total == expected
+
+
+IMPORT_CHECK = """
+from transformers import AutoConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+import textbox.model.rnn, textbox.model.rnn_model, textbox.model.registry
+assert "textbox_rnn" not in CONFIG_MAPPING, "importing the RNN modules registered the model type"
+textbox.model.rnn_model.register_auto_classes()
+textbox.model.rnn_model.register_auto_classes()
+assert type(AutoConfig.for_model("textbox_rnn")).__name__ == "RNNSeq2SeqConfig"
+print("ok")
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s
+def test_importing_the_rnn_modules_registers_nothing_until_asked(tmp_path: Path):
+    """No import-time side effect on transformers: the Auto classes learn textbox_rnn from register_auto_classes."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", IMPORT_CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -28,9 +28,9 @@ def test_special_ids_agree_between_tokenizer_config_and_generation_config(tiny_t
 
 
 def test_positions_cover_sources_and_the_longest_generation(tiny_config, train_split):
-    model, _ = transformer.build(tiny_config(src_len=40, tgt_len=16), train_split)
+    model = transformer.build(tiny_config(src_len=40, tgt_len=16), train_split).model
     assert model.config.max_position_embeddings == 40
-    model, _ = transformer.build(tiny_config(src_len=40, generation_kwargs={"max_new_tokens": 50}), train_split)
+    model = transformer.build(tiny_config(src_len=40, generation_kwargs={"max_new_tokens": 50}), train_split).model
     assert model.config.max_position_embeddings == 51
 
 
@@ -58,8 +58,9 @@ def test_checkpoint_reloads_and_generates_the_same_tokens(tiny_transformer, save
     model, tokenizer = tiny_transformer
     expected = greedy(model, tokenizer)
     assert expected.shape[1] > 3
+    built = transformer.build(tiny_config(model_path=str(saved_bart)), None)
     for reloaded, reloaded_tokenizer in [
-        transformer.build(tiny_config(model_path=str(saved_bart)), None),
+        (built.model, built.tokenizer),
         (AutoModelForSeq2SeqLM.from_pretrained(saved_bart), AutoTokenizer.from_pretrained(saved_bart)),
     ]:
         assert reloaded.generation_config.max_new_tokens == model.generation_config.max_new_tokens

@@ -1,0 +1,76 @@
+"""The family table (textbox.config.families) is the one answer: every layer that asks what a --model is (the
+registry, tokenisation, batching, key support, checkpoint detection, validation, the decoding engine) gives the
+table's answer, for every name."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from textbox.config import families
+from textbox.config.checkpoint_family import DECODER_ONLY_FAMILIES, PAIR_FAMILIES, RNN_FAMILIES, SEQ2SEQ_FAMILIES
+from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
+from textbox.config.validate import _check_pretraining
+from textbox.data.batch_layout import make_collator
+from textbox.data.causal import CausalLMCollator
+from textbox.data.tokenize import decoder_only
+from textbox.decoding.engine import _static_refusals
+from textbox.model import keys
+from textbox.model.registry import BUILDERS, MODELS
+
+NAMES = sorted(families.FAMILIES)
+TOKENIZER = SimpleNamespace(pad_token_id=1, eos_token_id=2)
+
+
+def values(**changes) -> dict:
+    return {**DEFAULTS, **changes}
+
+
+def test_the_registry_holds_exactly_the_table_with_a_builder_and_key_support_per_kind():
+    assert sorted(MODELS) == NAMES
+    for name in NAMES:
+        entry = MODELS[name]
+        assert entry.facts is families.family(name)
+        assert entry.builder == BUILDERS[entry.facts.kind.name]
+        assert entry.family in keys.SUPPORT and entry.needs_model_path == (not entry.facts.kind.builds_new)
+    assert families.family("GPT2") is families.FAMILIES["gpt2"]  # --model is case-insensitive
+    with pytest.raises(KeyError):
+        families.family("gtp2")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tokenisation_and_batching_ask_the_table_whether_a_model_is_decoder_only(name):
+    config = Config(values(model=name))
+    expected = families.is_decoder_only(name)
+    assert decoder_only(config) is expected
+    assert isinstance(make_collator(config, TOKENIZER), CausalLMCollator) is expected
+    assert (name in DECODER_ONLY_FAMILIES) is expected  # checkpoint detection: which names take a causal LM
+    # key support: a decoder-only family refuses denoising, the encoder-decoders' rows do not
+    refused = keys.SUPPORT[MODELS[name].family][keys.CHECKPOINT]["pretrain_task"] if \
+        keys.CHECKPOINT in keys.SUPPORT[MODELS[name].family] else keys.HONOURED
+    assert isinstance(refused, keys.Refusal) is expected
+
+
+def test_checkpoint_detection_groups_names_by_kind():
+    kinds = {name: families.family(name).kind.name for name in NAMES}
+    assert {name for name, kind in kinds.items() if kind == families.SEQ2SEQ} == set(SEQ2SEQ_FAMILIES)
+    assert {name for name, kind in kinds.items() if kind == families.ENCODER_DECODER} == set(PAIR_FAMILIES)
+    assert {name for name, kind in kinds.items() if kind == families.RNN} == set(RNN_FAMILIES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_denoising_is_refused_before_loading_exactly_for_families_without_a_mask_token(name):
+    problems = _check_pretraining(values(model=name, pretrain_task="denoising", metrics_for_best_model=["loss"]),
+                                  lambda key: f"--{key}")
+    refused = [problem for problem in problems if "has none" in problem]
+    assert bool(refused) is (families.family(name).mask_token is False)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ctranslate2_is_refused_before_building_exactly_for_families_it_cannot_run(name):
+    why = _static_refusals(values(model=name, decoding_backend="ctranslate2"))
+    refused = [reason for reason in why if reason.startswith(f"--model={name} is ")]
+    assert bool(refused) is (not families.family(name).ctranslate2)
+    if refused:
+        assert families.family(name).kind.what in refused[0]

@@ -1,0 +1,40 @@
+"""What a model builder hands back: the model, its tokenizer, and the facts about them that later steps need.
+
+Saving a checkpoint needs to know which parameter-efficient method the model carries (only its parameters are
+saved, beside the base model's path); applying a method needs to know whether the model was just warm-started
+from separate encoder/decoder checkpoints (its new cross-attention must train). These facts travel in the record,
+never as attributes stuck on library objects. Builders fill ``model``, ``tokenizer`` and ``warm_started``;
+textbox.model.build.build_model adds ``efficient`` (from an efficient checkpoint it loaded, or the method it
+applied). Nothing heavy is imported here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+
+class TrainingTexts(Protocol):
+    """What builders read from the training split (textbox.data.split.Split is one; model/ does not import data/):
+    models that train their own tokenizer train it on these texts."""
+
+    sources: Sequence[str]
+    targets: Sequence[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class EfficientRecord:
+    """The parameter-efficient method a model carries: what checkpoint_best holds of it (textbox.model.efficient)."""
+
+    method: str  # lora, prefix-tuning, prompt-tuning, p-tuning, ia3, bitfit ("adapter": a peft type we do not name)
+    unfreeze: bool  # the whole model trains too, so the whole model is saved
+    base_model_path: str | None  # where the base loads from again (absolute when local)
+
+
+@dataclass(frozen=True)
+class BuiltModel:
+    """A built model and what is known about how it was built (see the module docstring)."""
+
+    model: Any
+    tokenizer: Any
+    efficient: EfficientRecord | None = None
+    warm_started: bool = False  # an EncoderDecoderModel from encoder/decoder checkpoints: new cross-attention
