@@ -11,12 +11,12 @@ from textbox.config import families
 from textbox.config.checkpoint_family import DECODER_ONLY_FAMILIES, PAIR_FAMILIES, RNN_FAMILIES, SEQ2SEQ_FAMILIES
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.config.validate import _check_pretraining
 from textbox.data.batch_layout import make_collator
 from textbox.data.causal import CausalLMCollator
 from textbox.data.tokenize import decoder_only
 from textbox.decoding.engine import _static_refusals
 from textbox.model import keys
+from textbox.model.checks import _pretraining_problems
 from textbox.model.registry import BUILDERS, MODELS
 
 NAMES = sorted(families.FAMILIES)
@@ -61,8 +61,8 @@ def test_checkpoint_detection_groups_names_by_kind():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_denoising_is_refused_before_loading_exactly_for_families_without_a_mask_token(name):
-    problems = _check_pretraining(values(model=name, pretrain_task="denoising", metrics_for_best_model=["loss"]),
-                                  lambda key: f"--{key}")
+    problems = _pretraining_problems(Config(values(model=name, pretrain_task="denoising",
+                                                   metrics_for_best_model=["loss"])))
     refused = [problem for problem in problems if "has none" in problem]
     assert bool(refused) is (families.family(name).mask_token is False)
 

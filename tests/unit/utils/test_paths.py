@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from textbox.config import ConfigError, load_config
+from textbox.checks import load_checked_config
+from textbox.config import ConfigError
 from textbox.utils.paths import looks_like_a_path, missing_local_path
 
 
@@ -40,7 +41,7 @@ def test_a_checkpoint_under_home_is_found_by_validation_too(tmp_path: Path, monk
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps({"model_type": "bart", "is_encoder_decoder": True}))
     data = _dataset(tmp_path)
-    config = load_config([f"--data_path={data}", "--model_path=~/ckpt"])
+    config = load_checked_config([f"--data_path={data}", "--model_path=~/ckpt"])
     assert config.model == "bart"
     with pytest.raises(ConfigError, match="--model_path: directory ~/gone does not exist"):
-        load_config([f"--data_path={data}", "--model=bart", "--model_path=~/gone"])
+        load_checked_config([f"--data_path={data}", "--model=bart", "--model_path=~/gone"])
