@@ -16,7 +16,7 @@ from textbox.config.loader import Config, load_config
 from textbox.config.schema import DEFAULTS
 from textbox.data.readers import read_splits
 from textbox.data.split import Split
-from textbox.evaluate import read_lines
+from textbox.evaluator.score_files import read_lines
 
 _PATH_KEYS = ("data_path", "model_path", "bert_score_model_path")  # keys that config validation checks on disk
 
