@@ -14,7 +14,7 @@ from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.model import hf_seq2seq
 from textbox.model.efficient import (ADAPTER_CONFIG, BITFIT_CONFIG, apply_efficient_methods, load_saved_model,
                                      save_model_files)
-from textbox.trainer.loss import forward_token_losses
+from textbox.model.loss import forward_token_losses
 
 LOG = logging.getLogger("test_efficient")
 SOURCES = ["friend paints small boat", "teacher watches garden gate", "dog finds two apples"]
@@ -155,7 +155,7 @@ def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, m
     full = sum(p.numel() * 4 for p in model.parameters())
     assert weights < 0.25 * full
 
-    # in the same process (Trainer.use_best_model) and as a new process's --model_path would load it
+    # in the same process (textbox.pipeline.steps.evaluation_model) and as a new process's --model_path would load it
     assert torch.equal(_greedy(load_saved_model(saved, model), tokenizer), expected)
     reloaded, reloaded_tokenizer = hf_seq2seq.build(
         tiny_config(model="bart", model_path=str(saved), config_kwargs={}, tokenizer_kwargs={}), None)
