@@ -1,6 +1,6 @@
 """Decoding throughput of this framework against a plain loop over ``model.generate``, with the same weights.
 
-Ours: Trainer.eval_loader (length-sorted batches) and generate_texts, on each engine: transformers
+Ours: Evaluator.loader (length-sorted batches) and generate_texts, on each engine: transformers
 (``--decoding_backend=transformers``: cross-attention once per source under beam search, in-place n-gram
 blocking, detokenisation on a background thread) and CTranslate2 (``--decoding_backend=ctranslate2``) in float32
 and int8. Plain: the test split in dataset order, the same number of examples per batch, ``model.generate`` then
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import logging
 import tempfile
 import time
 from pathlib import Path
@@ -155,9 +154,9 @@ def main() -> None:
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
     from textbox.decoding.engine import DecodingOptions
     from textbox.evaluator.generate import generate_texts
+    from textbox.evaluator.evaluator import Evaluator
     from textbox.model.build import build_model
-    from textbox.pipeline import build_accelerator
-    from textbox.trainer.loop import Trainer
+    from textbox.pipeline.devices import build_accelerator
 
     transformers_logging.set_verbosity_error()
     threads = set_threads(args.threads)
@@ -175,14 +174,13 @@ def main() -> None:
     references = [refs[0] for refs in split.targets]
     accelerator = build_accelerator(config)
     with tempfile.TemporaryDirectory() as work:
-        trainer = Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), Path(work),
-                          logging.getLogger("ours"))
+        evaluator = Evaluator(config, accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
 
         def engine(backend: str, precision: str) -> Callable[[dict[str, Any]], list[str]]:
             options = DecodingOptions(backend, precision, str(CACHE_DIR), config.seed)
 
             def decode(settings: dict[str, Any]) -> list[str]:
-                return generate_texts(accelerator, model, tokenizer, trainer.eval_loader(test), settings, "test",
+                return generate_texts(accelerator, model, tokenizer, evaluator.loader(test), settings, "test",
                                       options)
             return decode
 

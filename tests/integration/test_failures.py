@@ -127,7 +127,7 @@ def failing(error: BaseException):
 @pytest.mark.slow
 def test_an_unexpected_error_is_one_console_line_and_a_traceback_in_project_log(tiny_run_args, tmp_path, monkeypatch,
                                                                                  capsys, fresh_accelerate_state):
-    monkeypatch.setattr("textbox.pipeline._train_and_test", failing(RuntimeError("boom")))
+    monkeypatch.setattr("textbox.pipeline.recipe._fit_and_evaluate", failing(RuntimeError("boom")))
     assert run_cli(tiny_run_args) == 1
     console = capsys.readouterr().err
     log = (tmp_path / "run" / "project.log").read_text()
@@ -155,7 +155,7 @@ def test_an_unexpected_error_is_one_console_line_and_a_traceback_in_project_log(
 @pytest.mark.slow
 def test_a_framework_error_after_the_directory_exists_is_logged_and_marked(tiny_run_args, tmp_path, monkeypatch,
                                                                            capsys, fresh_accelerate_state):
-    monkeypatch.setattr("textbox.pipeline._train_and_test", failing(TextBoxError("the disk is full")))
+    monkeypatch.setattr("textbox.pipeline.recipe._fit_and_evaluate", failing(TextBoxError("the disk is full")))
     assert run_cli(tiny_run_args) == 1
     assert capsys.readouterr().err.rstrip().splitlines()[-1] == "error: the disk is full"
     run = tmp_path / "run"

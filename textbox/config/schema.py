@@ -226,7 +226,7 @@ _key("eval", "decoding_precision", "str", "auto",
      "CTranslate2's compute type: auto follows --mixed_precision (float32 unless bf16/fp16 and the device "
      "supports it); float16 on CUDA only; int8 quantises the weights (faster, outputs may change).",
      ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16"))
-# Options of the metrics themselves (also accepted by `python -m textbox.evaluate`).
+# Options of the metrics themselves (also accepted by `python -m textbox.evaluator.score_files`).
 _key("metrics", "lower_evaluation", "bool", False,
      "Lowercase hypotheses, references and sources before scoring (BLEU/chrF signatures then say case:lc).")
 _key("metrics", "multiref_strategy", "str", "max",

@@ -14,7 +14,7 @@ Every batch carries two views of its examples:
 
 - for the loss, ``input_ids`` = source + eos + target, right-padded, with ``attention_mask`` and ``labels`` (the
   same positions; -100 on the source, the separator and padding). The model's logits at position t predict token
-  t + 1, and textbox.trainer.loss shifts them so;
+  t + 1, and textbox.model.loss shifts them so;
 - for generation, ``prompt_ids`` = source + eos alone, LEFT-padded (every prompt ends at the last column, where
   generation continues), with ``prompt_attention_mask``.
 

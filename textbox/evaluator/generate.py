@@ -2,7 +2,7 @@
 
 The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search,
 n-gram blocking without full-vocabulary copies, detokenisation overlapping generation, and optionally a static
-cache with a compiled forward. Batches come length-sorted from Trainer.eval_loader, each example with its
+cache with a compiled forward. Batches come length-sorted from Evaluator.loader, each example with its
 dataset ``index``.
 
 With ``num_return_sequences=k`` generate returns k rows per example, best first; ``generate_sequences`` keeps all
@@ -28,7 +28,7 @@ from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
-from textbox.trainer.loss import is_decoder_only
+from textbox.model.loss import is_decoder_only
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import get_logger
 

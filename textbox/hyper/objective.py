@@ -7,7 +7,7 @@ import math
 from typing import Mapping
 
 from textbox.config import Config
-from textbox.trainer.state import selection_score
+from textbox.evaluator.selection import selection_score
 
 
 class Objective:

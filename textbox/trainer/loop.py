@@ -1,50 +1,30 @@
-"""The training loop: accelerate-prepared model and data, accumulation, validation, early stopping,
-checkpoints and exact resume. Progress lives in a TrainState; the Config is never mutated."""
+"""The training loop: accelerate-prepared model and data, accumulation, early stopping, checkpoints and exact
+resume. Validation is a hook it is given (textbox.trainer.hooks): the trainer neither generates nor scores. Progress
+lives in a TrainState; the Config is never mutated."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list
-from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from textbox.config import Config, RunInterrupted, TextBoxError
-from textbox.data.split import Split
 from textbox.decoding.compiled import compilation_seconds
-from textbox.decoding.engine import DecodingOptions
-from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
-from textbox.evaluator.metrics.perplexity import perplexity_of
+from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.model.record import EfficientRecord
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
-from textbox.trainer.loss import forward_token_losses, target_tokens
+from textbox.trainer.hooks import ValidationHook
+from textbox.trainer.loaders import accumulation_windows, train_loader
 from textbox.trainer.optim import build_optimizer, build_scheduler
+from textbox.trainer.records import ThroughputWindow, duration, record
 from textbox.trainer.signals import StopRequest, stop_on_signals
-from textbox.trainer.state import TrainState, improves, selection_score
-from textbox.utils.atomic import restore_interrupted, write_text_atomic
-from textbox.utils.json_numbers import finite_or_null
-from textbox.utils.labels import LOSS_FIGURES
-
-# Page-locked batches copy to a GPU asynchronously; on a CPU-only machine there is nothing to copy.
-_PIN_MEMORY = torch.cuda.is_available()
-Batch = TypeVar("Batch")
-
-
-@dataclass
-class EvalSet:
-    """A tokenised evaluation split with its raw text (references are needed by the metrics)."""
-
-    data: Any  # datasets.Dataset with input_ids/labels
-    split: Split
+from textbox.trainer.state import TrainState, improves
 
 
 class Trainer:
@@ -67,57 +47,20 @@ class Trainer:
         self.logger = logger
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
-        self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
-        self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
-        if config.decode_compile:
-            from textbox.decoding.compiled import with_compiled_decoding
-
-            self.generation = with_compiled_decoding(self.generation, getattr(model, "generation_config", None))
-        self.metric_details: dict[str, Any] = {}
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
         self._train_forward: Any = model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
-        self.on_validation: Callable[[int, dict[str, float]], None] | None = None  # pipeline.run's hook
-
-    # --- data ---------------------------------------------------------------------------------
-    def eval_loader(self, data: Any) -> DataLoader:
-        """Length-sorted batches (eval_max_tokens or eval_batch_size); every example carries its ``index``,
-        by which generations return to dataset order."""
-        from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
-
-        batches = LengthSortedBatchSampler(column_lengths(data, "input_ids"), column_lengths(data, "labels"),
-                                           self.config.eval_batch_size, self.config.eval_max_tokens,
-                                           self.accelerator.num_processes)
-        # Its own generator: validation must not draw from the global RNG that training's dropout uses.
-        loader = DataLoader(EvalExamples(data), batch_sampler=batches, generator=torch.Generator().manual_seed(0),
-                            collate_fn=self.collator, num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
-        return self.accelerator.prepare(loader)
-
-    def _train_loader(self, data: Any) -> DataLoader:
-        # Its own generator: creating an epoch iterator must not draw from the global RNG (dropout),
-        # or a resumed run would diverge from an uninterrupted one.
-        generator = torch.Generator().manual_seed(self.config.seed)
-        if self.config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
-            from textbox.data.batching import TokenBudgetBatchSampler, column_lengths, padding_fraction
-
-            sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
-            batches = TokenBudgetBatchSampler(sources, targets, self.config.max_tokens, self.config.seed)
-            self.logger.info(f"max_tokens={self.config.max_tokens}: {len(batches)} batches per epoch of "
-                             f"{len(data) / len(batches):.1f} examples on average, "
-                             f"{padding_fraction(batches.batches(), sources, targets):.1%} of their tokens padding")
-            loader = DataLoader(data, batch_sampler=batches, generator=generator, collate_fn=self.collator,
-                                num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
-            return self.accelerator.prepare(loader)
-        loader = DataLoader(data, batch_size=self.config.train_batch_size, shuffle=True, generator=generator,
-                            collate_fn=self.collator, num_workers=self.config.num_workers, pin_memory=_PIN_MEMORY)
-        return self.accelerator.prepare(loader)
+        self._validation: ValidationHook | None = None
 
     # --- training -----------------------------------------------------------------------------
-    def fit(self, train_data: Any, valid: EvalSet | None) -> TrainState:
+    def fit(self, train_data: Any, validation: ValidationHook | None = None) -> TrainState:
+        """Train to max_steps (or epochs), validating through ``validation`` as valid_strategy/valid_steps say, and
+        once more at the end; without it, checkpoint_best is the final model."""
         config, accelerator = self.config, self.accelerator
-        train_loader = self._train_loader(train_data)
-        steps_per_epoch = math.ceil(len(train_loader) / config.accumulation_steps)
+        self._validation = validation
+        loader = train_loader(config, accelerator, train_data, self.collator, self.logger.info)
+        steps_per_epoch = math.ceil(len(loader) / config.accumulation_steps)
         total_steps = config.max_steps or config.epochs * steps_per_epoch
         epochs = math.ceil(total_steps / steps_per_epoch)
         optimizer = build_optimizer(config, self.model)
@@ -126,12 +69,11 @@ class Trainer:
         scheduler = build_scheduler(config, optimizer, total_steps)
         accelerator.register_for_checkpointing(scheduler)
         self._resume_if_asked()
-        valid_loader = self.eval_loader(valid.data) if valid is not None else None
         self.logger.info(f"training: {len(train_data)} examples, {epochs} epoch(s), {steps_per_epoch} optimiser "
                          f"steps per epoch, {total_steps} steps in all, {accelerator.num_processes} process(es)"
                          + (f"; resuming at step {self.state.step}" if self.state.step else ""))
 
-        window = _ThroughputWindow()
+        window = ThroughputWindow()
         progress = tqdm(total=total_steps, initial=self.state.step, desc="train",
                         disable=not accelerator.is_local_main_process)
         stop = self.state.step >= total_steps
@@ -140,10 +82,10 @@ class Trainer:
             for epoch in range(self.state.epoch, epochs):
                 if stop:
                     break
-                train_loader.set_epoch(epoch)
-                batches = train_loader
+                loader.set_epoch(epoch)
+                batches = loader
                 if self.state.batches_in_epoch:
-                    batches = accelerator.skip_first_batches(train_loader, self.state.batches_in_epoch)
+                    batches = accelerator.skip_first_batches(loader, self.state.batches_in_epoch)
                 for batch_window in accumulation_windows(batches, config.accumulation_steps):
                     compiling_before = compilation_seconds() if config.compile else 0.0
                     window.add(*self._train_step(batch_window, optimizer, scheduler))
@@ -155,22 +97,22 @@ class Trainer:
                     if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
                         self._log_train(window, scheduler, total_steps, epoch)
                     if config.valid_strategy == "step" and self.state.step % config.valid_steps == 0:
-                        stop = self._validate(valid_loader, valid)
+                        stop = self._validate()
                     self._stop_if_signalled(stop_request)
                     if stop or self.state.step >= total_steps:
                         break
-                if self.state.batches_in_epoch == len(train_loader):  # the epoch ran to its end
+                if self.state.batches_in_epoch == len(loader):  # the epoch ran to its end
                     self.state.epoch, self.state.batches_in_epoch = epoch + 1, 0
                     if not stop and config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
-                        stop = self._validate(valid_loader, valid)
+                        stop = self._validate()
                     self._stop_if_signalled(stop_request)
                 stop = stop or self.state.step >= total_steps
             if self.state.validated_step != self.state.step:
-                self._validate(valid_loader, valid)  # the final model always competes for checkpoint_best
+                self._validate()  # the final model always competes for checkpoint_best
         progress.close()
-        if valid is not None and self.state.best_score is None and self.state.validations:
+        if validation is not None and self.state.best_score is None and self.state.validations:
             self._best_is_final_model()
-        elif valid is None or not self.best_dir.exists():
+        elif validation is None or not self.best_dir.exists():
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
         self._save_resume_state()  # the final state, for the record
         return self.state
@@ -192,7 +134,7 @@ class Trainer:
                          "first step; the compile time is logged apart")
         return torch.compile(model, dynamic=True)
 
-    def _note_compilation(self, seconds: float, window: "_ThroughputWindow") -> None:
+    def _note_compilation(self, seconds: float, window: ThroughputWindow) -> None:
         """Compilation happens inside the first step (and again if a guard fails): count it apart, and keep it
         out of the throughput figures."""
         if seconds <= 0:
@@ -309,45 +251,40 @@ class Trainer:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.accelerator.device)
         return self.accelerator.reduce(tensor, reduction="sum").tolist()
 
-    def _log_train(self, window: "_ThroughputWindow", scheduler: Any, total_steps: int, epoch: int) -> None:
+    def _log_train(self, window: ThroughputWindow, scheduler: Any, total_steps: int, epoch: int) -> None:
         """Loss (token mean) and throughput of every process since the last log line, and an ETA."""
         figures = window.flush(self._sum_over_processes)
         remaining = (total_steps - self.state.step) / max(figures["steps_per_s"], 1e-9)
         skipped = f" ({self.state.skipped_steps} step(s) without update)" if self.state.skipped_steps else ""
         self.logger.info(f"step {self.state.step}/{total_steps} epoch {epoch + 1} loss {figures['loss']:.4f} "
                          f"lr {scheduler.get_last_lr()[0]:.2e}{skipped} {figures['examples_per_s']:.1f} examples/s "
-                         f"{figures['tokens_per_s']:.0f} target tokens/s ETA {_duration(remaining)}")
-        self._record({"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures},
-                     prefix="train")
-
-    def _record(self, row: dict[str, Any], prefix: str) -> None:
-        """metrics.jsonl (always) and the configured tracker get every logged figure."""
-        self.accelerator.log({f"{prefix}/{k}": v for k, v in row.items() if k != "step"}, step=self.state.step)
-        if self.accelerator.is_main_process:
-            with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(finite_or_null({"split": prefix, **row}), allow_nan=False) + "\n")
+                         f"{figures['tokens_per_s']:.0f} target tokens/s ETA {duration(remaining)}")
+        record(self.accelerator, self.run_dir, self.state.step,
+               {"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures}, "train")
 
     # --- validation ---------------------------------------------------------------------------
-    def _validate(self, loader: DataLoader | None, valid: EvalSet | None) -> bool:
-        """Validate, keep the best checkpoint, save checkpoint_last; True when early stopping says stop."""
-        if loader is None or valid is None:
+    def _validate(self) -> bool:
+        """Validate through the hook, keep the best checkpoint, save checkpoint_last; True when early stopping
+        says stop."""
+        hook = self._validation
+        if hook is None:
             return False
         self.state.validations += 1
         self.state.validated_step = self.state.step
-        figures, texts = self.evaluate(loader, valid, "valid")
+        validation = hook.validate(self.model)
+        figures = dict(validation.figures)
         self._last_valid = figures
-        score = selection_score(figures, self.config.metrics_for_best_model, self.config)
+        score = validation.score
         improved = improves(score, self.state.best_score)
         shown = " ".join(f"{k} {v:.4f}" for k, v in figures.items())
         verdict = " (best so far)" if improved else "" if math.isfinite(score) else " (NaN/inf: cannot be the best)"
         self.logger.info(f"validation {self.state.validations} at step {self.state.step}: {shown}{verdict}")
-        self._record({"step": self.state.step, **figures}, prefix="valid")
+        record(self.accelerator, self.run_dir, self.state.step, {"step": self.state.step, **figures}, "valid")
         if improved:
             self.state.best_score, self.state.best_step, self.state.best_valid = score, self.state.step, figures
             self.state.stale_validations = 0
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
-            if texts is not None and self.accelerator.is_main_process:
-                write_text_atomic(self.run_dir / "valid_generation.txt", "".join(t + "\n" for t in texts))
+            hook.new_best(validation)
         else:
             self.state.stale_validations += 1
         if self.config.max_save > 0:
@@ -357,120 +294,9 @@ class Trainer:
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
         self._save_resume_state()
         self.model.train()
-        if self.on_validation is not None and self.accelerator.is_main_process:
-            self.on_validation(self.state.step, dict(figures))
+        hook.validated(self.state.step, validation)
         patience = self.config.stopping_steps
         if patience is not None and self.state.stale_validations >= patience:
             self.logger.info(f"early stopping: {patience} validation(s) without improvement")
             return True
         return False
-
-    def evaluate(self, loader: DataLoader, evalset: EvalSet, name: str) -> tuple[dict[str, float], list[str] | None]:
-        """Loss always; generation and metrics only when a non-loss figure chooses the best model."""
-        figures = {"loss": self.eval_loss(loader)}
-        wanted = [m.lower() for m in self.config.metrics_for_best_model]
-        if all(m in LOSS_FIGURES for m in wanted):
-            if "perplexity" in wanted:
-                figures["perplexity"] = perplexity_of(figures["loss"])
-            return figures, None
-        texts = generate_texts(self.accelerator, self.model, self.tokenizer, loader, self.generation, name,
-                               self.decoding)
-        figures.update(self.score(texts, evalset.split, loss=figures["loss"]))
-        return figures, texts
-
-    @torch.no_grad()
-    def eval_loss(self, loader: DataLoader) -> float:
-        """Token-level mean NLL over the whole split, exact across processes (no label smoothing)."""
-        unwrapped = self.accelerator.unwrap_model(self.model)
-        was_training = unwrapped.training
-        self.model.eval()
-        total, tokens = 0.0, 0
-        for batch in loader:
-            with self.accelerator.autocast():
-                sums, counts = forward_token_losses(unwrapped, unwrapped, batch)
-            sums, counts = self.accelerator.gather_for_metrics((sums, counts))
-            total += sums.sum().item()
-            tokens += counts.sum().item()
-        self.model.train(was_training)
-        return total / max(tokens, 1)
-
-    def score(self, texts: list[str], split: Split, loss: float | None = None) -> dict[str, float]:
-        """Metrics computed once on the main process and shared, so every process selects the same best."""
-        from textbox.evaluator.metrics import compute_metrics
-
-        holder: list[Any] = [None]
-        if self.accelerator.is_main_process:
-            report = compute_metrics(self.config.metrics, texts, split.targets, sources=split.sources,
-                                     options=self.config, loss=loss)
-            holder = [(report.scores, report.details)]
-        scores, self.metric_details = broadcast_object_list(holder)[0]
-        return scores
-
-    def use_best_model(self) -> None:
-        """Switch to checkpoint_best when training produced one (else keep the model as built), for testing."""
-        restore_interrupted(self.best_dir)
-        if self.best_dir.exists():
-            from textbox.model.loading import load_saved_model
-
-            # an adapter/BitFit checkpoint goes back onto its base model
-            self.model = load_saved_model(self.best_dir, self.accelerator.unwrap_model(self.model))
-            self.logger.info(f"using {self.best_dir}")
-        self.model = self.model.to(self.accelerator.device)
-
-    def test(self, test: EvalSet) -> tuple[dict[str, float], list[list[str]]]:
-        """Score the test split with checkpoint_best when training produced one, else the model as built.
-        Returns the scores and each example's generations (num_return_sequences, best first; the first is scored)."""
-        self.use_best_model()
-        loader = self.eval_loader(test.data)
-        loss = self.eval_loss(loader)
-        if self.config.pretrain_task:  # pre-training is scored by its (denoising) loss alone: no generation
-            return {"loss": loss}, []
-        sequences = generate_sequences(self.accelerator, self.model, self.tokenizer, loader, self.generation, "test",
-                                       self.decoding)
-        return {"loss": loss, **self.score([texts[0] for texts in sequences], test.split, loss=loss)}, sequences
-
-
-class _ThroughputWindow:
-    """Loss sums and counts since the last log line, for this process (flush sums them over processes)."""
-
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self.start = time.perf_counter()
-        self.loss_sum = 0.0
-        self.tokens = 0
-        self.examples = 0
-        self.steps = 0
-
-    def add(self, loss_sum: float, tokens: int, examples: int) -> None:
-        """One optimiser step's figures."""
-        self.loss_sum += loss_sum
-        self.tokens += tokens
-        self.examples += examples
-        self.steps += 1
-
-    def flush(self, sum_over_processes: Callable[[list[float]], list[float]]) -> dict[str, float]:
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
-        loss_sum, tokens, examples = sum_over_processes([self.loss_sum, self.tokens, self.examples])
-        figures = {"loss": loss_sum / max(tokens, 1), "examples_per_s": examples / elapsed,
-                   "tokens_per_s": tokens / elapsed, "steps_per_s": self.steps / elapsed}
-        self._reset()
-        return figures
-
-
-def accumulation_windows(batches: Iterable[Batch], size: int) -> Iterator[list[Batch]]:
-    """Consecutive groups of ``size`` batches, one optimiser step each; an epoch's last may be shorter."""
-    window: list[Batch] = []
-    for batch in batches:
-        window.append(batch)
-        if len(window) == size:
-            yield window
-            window = []
-    if window:
-        yield window
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -165,7 +165,7 @@ def raise_on_every_process(problem: str | None, accelerator: Any) -> None:
     if problem:
         error = TextBoxUserError(problem)
         error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]
-        error.shared = True  # type: ignore[attr-defined]  # raised by every process: see textbox.utils.distributed
+        error.shared = True  # type: ignore[attr-defined]  # raised by every process: see textbox.pipeline.distributed
         raise error
     accelerator.wait_for_everyone()
 

@@ -5,7 +5,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass
@@ -34,19 +34,6 @@ class TrainState:
     def from_file(cls, path: Path) -> "TrainState":
         data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
         return cls(**data)
-
-
-def selection_score(figures: Mapping[str, float], names: list[str],
-                    options: Mapping[str, Any] | None = None) -> float:
-    """Sum of the chosen validation figures, higher is better: loss and figures whose goal is "min"
-    (ter, perplexity, self_bleu) count negatively."""
-    from textbox.evaluator.metrics.registry import figure_goal
-
-    total = 0.0
-    for name in (n.lower() for n in names):
-        lower_is_better = name == "loss" or figure_goal(name, options or {}) == "min"
-        total += -figures[name] if lower_is_better else figures[name]
-    return total
 
 
 def improves(score: float, best: float | None) -> bool:

@@ -174,13 +174,12 @@ def test_the_trainer_loader_leaves_the_global_rng_to_dropout(tmp_path):
     from textbox.config.loader import Config
     from textbox.config.schema import DEFAULTS
     from textbox.data.collate import Seq2SeqCollator
-    from textbox.trainer.loop import Trainer
+    from textbox.trainer.loaders import train_loader
 
     sources, targets = _lengths(200)
     data = datasets.Dataset.from_dict({"input_ids": [[5] * n for n in sources], "labels": [[6] * n for n in targets]})
     config = Config({**DEFAULTS, "max_tokens": 300})
-    trainer = Trainer(config, Accelerator(cpu=True), None, None, Seq2SeqCollator(1), tmp_path, logging.getLogger())
-    loader = trainer._train_loader(data)
+    loader = train_loader(config, Accelerator(cpu=True), data, Seq2SeqCollator(1), logging.getLogger().info)
     loader.set_epoch(1)
     state = torch.random.get_rng_state()
     batches = list(loader)

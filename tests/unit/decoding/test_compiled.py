@@ -11,7 +11,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import Seq2SeqCollator
 from textbox.evaluator.generate import generate_texts
-from textbox.trainer.loop import Trainer
+from textbox.evaluator.evaluator import Evaluator
 from tests.unit.decoding.conftest import SOURCES
 
 pytestmark = pytest.mark.slow  # one compilation: ~40 s on one CPU core
@@ -21,18 +21,18 @@ def test_compiled_decoding_gives_the_eager_outputs(tiny_bart, tokenizer, tmp_pat
     from accelerate import Accelerator
 
     accelerator = Accelerator(cpu=True)
-    trainers = {compiled: Trainer(Config({**DEFAULTS, "eval_batch_size": 8, "decode_compile": compiled}), accelerator,
-                                  tiny_bart, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), tmp_path,
-                                  logging.getLogger("test"))
-                for compiled in (False, True)}
-    assert trainers[True].generation["cache_implementation"] == "static"
+    evaluators = {compiled: Evaluator(Config({**DEFAULTS, "eval_batch_size": 8, "decode_compile": compiled}),
+                                      accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id),
+                                      tiny_bart.generation_config)
+                  for compiled in (False, True)}
+    assert evaluators[True].generation["cache_implementation"] == "static"
     data = [{"input_ids": ids, "labels": []} for ids in tokenizer(SOURCES)["input_ids"]]
     for settings in ({"num_beams": 1, "min_new_tokens": 6}, {"num_beams": 1, "min_new_tokens": 3}):
         texts = {}
-        for compiled, trainer in trainers.items():
+        for compiled, evaluator in evaluators.items():
             with caplog.at_level(logging.INFO, logger="textbox"):
-                texts[compiled] = generate_texts(accelerator, tiny_bart, tokenizer, trainer.eval_loader(data),
-                                                 {**trainer.generation, **settings, "max_new_tokens": 10}, "test")
+                texts[compiled] = generate_texts(accelerator, tiny_bart, tokenizer, evaluator.loader(data),
+                                                 {**evaluator.generation, **settings, "max_new_tokens": 10}, "test")
         assert texts[True] == texts[False]
     compiled_seconds = [float(line.split()[1]) for line in caplog.messages if line.startswith("decode_compile:")]
     assert compiled_seconds and compiled_seconds[0] > 0  # it really compiled, and said for how long

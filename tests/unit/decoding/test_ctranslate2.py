@@ -69,32 +69,31 @@ def options(tmp_path):
     return DecodingOptions("ctranslate2", "float32", str(tmp_path / "cache"), 0)
 
 
-def _trainer(model, tokenizer, run_dir):
+def _evaluator(tokenizer):
     from accelerate import Accelerator
 
-    from textbox.trainer.loop import Trainer
+    from textbox.evaluator.evaluator import Evaluator
 
     config = Config({**DEFAULTS, "eval_batch_size": 32})
-    return Trainer(config, Accelerator(cpu=True), model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir,
-                   logging.getLogger("test"))
+    return Evaluator(config, Accelerator(cpu=True), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
 
 
 def _decode(trained, pairs, tmp_path, settings, backend):
     model, tokenizer = trained
-    trainer = _trainer(model, tokenizer, tmp_path)
+    evaluator = _evaluator(tokenizer)
     inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
-    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
-    return generate_texts(trainer.accelerator, model, tokenizer, loader, dict(settings), "test",
+    loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    return generate_texts(evaluator.accelerator, model, tokenizer, loader, dict(settings), "test",
                           DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
 
 
 def _decode_all(trained, pairs, tmp_path, settings, backend):
     """Every returned sequence, example after example (num_return_sequences per example)."""
     model, tokenizer = trained
-    trainer = _trainer(model, tokenizer, tmp_path)
+    evaluator = _evaluator(tokenizer)
     inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
-    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
-    sequences = generate_sequences(trainer.accelerator, model, tokenizer, loader, dict(settings), "test",
+    loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    sequences = generate_sequences(evaluator.accelerator, model, tokenizer, loader, dict(settings), "test",
                                    DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
     return [text for texts in sequences for text in texts]
 

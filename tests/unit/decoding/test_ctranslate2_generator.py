@@ -2,7 +2,6 @@
 from the left-padded prompts (tiny random models: every output runs to the length bound)."""
 from __future__ import annotations
 
-import logging
 
 import pytest
 
@@ -21,17 +20,17 @@ from tests.unit.decoding.conftest import SOURCES
 def test_generator_continues_prompts_like_transformers(style, settings, tmp_path):
     from accelerate import Accelerator
 
-    from textbox.trainer.loop import Trainer
+    from textbox.evaluator.evaluator import Evaluator
 
     tokenizer = causal_tokenizer(SOURCES * 3, tmp_path / "tok", style)
     tokenizer.pad_token = tokenizer.eos_token
     model = tiny_model(style, tokenizer, seed=1).eval()
-    trainer = Trainer(Config({**DEFAULTS, "eval_batch_size": 4}), Accelerator(cpu=True), model, tokenizer,
-                      CausalLMCollator(tokenizer), tmp_path, logging.getLogger("test"))
+    evaluator = Evaluator(Config({**DEFAULTS, "eval_batch_size": 4}), Accelerator(cpu=True), tokenizer,
+                          CausalLMCollator(tokenizer))
     data = [{"input_ids": ids, "labels": ids[:2]} for ids in tokenizer(SOURCES)["input_ids"]]
     texts = {}
     for backend in ("transformers", "ctranslate2"):
-        texts[backend] = generate_texts(trainer.accelerator, model, tokenizer, trainer.eval_loader(data),
+        texts[backend] = generate_texts(evaluator.accelerator, model, tokenizer, evaluator.loader(data),
                                         dict(settings), "test", DecodingOptions(backend, "float32",
                                                                                 str(tmp_path / "cache"), 0))
     assert texts["ctranslate2"] == texts["transformers"] and any(texts["transformers"])

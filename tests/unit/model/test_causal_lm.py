@@ -14,7 +14,7 @@ from textbox.data.causal import CausalLMCollator
 from textbox.data.tokenize import encode_lm_targets, encode_within
 from textbox.evaluator.generate import generate_texts
 from textbox.model import causal_lm
-from textbox.trainer.loss import forward_token_losses, target_tokens
+from textbox.model.loss import forward_token_losses, target_tokens
 
 from tests.causal_helpers import POSITIONS, save_tiny_causal_lm
 

@@ -1,5 +1,6 @@
 """In-process Trainer pieces: a tiny BART (2 layers, d=32) on a reverse-the-words task, a fresh CPU Accelerator
-per test, and a Trainer factory whose keyword arguments override config keys."""
+per test, a Trainer factory whose keyword arguments override config keys, and the run's validation hook (the
+Evaluator on a valid split) for a trainer."""
 from __future__ import annotations
 
 import logging
@@ -99,7 +100,22 @@ def train_data(encode) -> list[dict[str, list[int]]]:
 
 @pytest.fixture
 def valid_set(encode) -> Any:
-    from textbox.trainer.loop import EvalSet
+    from textbox.evaluator.eval_report import EvalSet
 
     split = reverse_words_split(8, seed=2)
     return EvalSet(encode(split), split)
+
+
+@pytest.fixture
+def validation(valid_set) -> Callable[..., Any]:
+    """validation(trainer, on_validation=None): the pipeline's hook, validating on valid_set with an Evaluator
+    of the trainer's config, accelerator, tokenizer and collator."""
+    from textbox.evaluator.evaluator import Evaluator
+    from textbox.pipeline.validation import RunValidation
+
+    def make(trainer: Any, on_validation: Callable[[int, dict[str, float]], None] | None = None) -> Any:
+        evaluator = Evaluator(trainer.config, trainer.accelerator, trainer.tokenizer, trainer.collator)
+        return RunValidation(trainer.config, trainer.accelerator, evaluator, valid_set, trainer.run_dir,
+                             on_validation)
+
+    return make

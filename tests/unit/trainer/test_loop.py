@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from textbox.config import TextBoxError, TextBoxUserError
 from textbox.data.collate import Seq2SeqCollator
 from textbox.trainer import loop
-from tests.unit.trainer.tiny import metric_rows
+from tests.unit.trainer.tiny import ScriptedValidation, metric_rows
 
 
 def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -57,49 +57,56 @@ def test_max_steps_wins_over_epochs(make_trainer, train_data, max_steps, epochs,
 
 
 @pytest.mark.parametrize("strategy, batch_size, expected_steps", [("step", 4, [2, 4, 6, 7]), ("epoch", 12, [4, 7])])
-def test_validation_follows_valid_strategy_and_valid_steps(make_trainer, train_data, valid_set, strategy,
+def test_validation_follows_valid_strategy_and_valid_steps(make_trainer, train_data, validation, strategy,
                                                            batch_size, expected_steps):
-    """valid_steps=2: every 2 steps, or every 2 epochs (of 2 steps with batches of 12); and the final model."""
+    """valid_steps=2: every 2 steps, or every 2 epochs (of 2 steps with batches of 12); and the final model.
+    The run's on_validation hears of each one, with its step and the figures metrics.jsonl records."""
     trainer = make_trainer(valid_strategy=strategy, valid_steps=2, train_batch_size=batch_size, max_steps=7,
                            logging_steps=10)
-    state = trainer.fit(train_data, valid_set)
-    assert [row["step"] for row in metric_rows(trainer.run_dir, "valid")] == expected_steps
+    heard: list[tuple[int, dict[str, float]]] = []
+    state = trainer.fit(train_data, validation(trainer, on_validation=lambda step, figures: heard.append(
+        (step, figures))))
+    rows = metric_rows(trainer.run_dir, "valid")
+    assert [row["step"] for row in rows] == expected_steps
     assert state.validations == len(expected_steps)
+    assert heard == [(row["step"], {k: v for k, v in row.items() if k not in ("split", "step")}) for row in rows]
+    assert all(set(figures) == {"loss"} and figures["loss"] > 0 for _, figures in heard)
 
 
-def scripted_validation(monkeypatch, trainer, figures: list[dict[str, float]]) -> None:
-    """Validation returns these figures in turn, so that the choice of the best model is known in advance."""
-    queue = iter(figures)
-    monkeypatch.setattr(trainer, "evaluate", lambda loader, evalset, name: (dict(next(queue)), None))
-
-
-def test_best_model_sums_several_metrics_and_early_stopping_counts_stale_validations(
-        make_trainer, train_data, valid_set, monkeypatch):
+def test_best_model_sums_several_metrics_and_early_stopping_counts_stale_validations(make_trainer, train_data):
     trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=10, stopping_steps=2,
                            metrics=["bleu", "rouge"], metrics_for_best_model=["bleu", "rouge-l"])
-    scripted_validation(monkeypatch, trainer, [
+    scripted = ScriptedValidation([
         {"bleu": 10.0, "rouge-l": 10.0},  # 20: best so far
         {"bleu": 15.0, "rouge-l": 4.0},   # 19: bleu alone would call this better
         {"bleu": 5.0, "rouge-l": 20.0},   # 25: best
         {"bleu": 20.0, "rouge-l": 4.0},   # 24: stale 1
         {"bleu": 1.0, "rouge-l": 1.0},    # stale 2: stop
-    ])
-    state = trainer.fit(train_data, valid_set)
+    ], names=["bleu", "rouge-l"])
+    state = trainer.fit(train_data, scripted)
     assert (state.step, state.best_step, state.best_score) == (5, 3, 25.0)
     assert state.stale_validations == 2
     saved_step = json.loads((trainer.run_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert saved_step == 5
+    # the hook hears of each new best right after checkpoint_best, and of every validation with its step
+    assert [notice[:2] for notice in scripted.notices] == [
+        ("best", None), ("validated", 1), ("validated", 2), ("best", None), ("validated", 3), ("validated", 4),
+        ("validated", 5)]
 
 
-def test_loss_is_minimised_when_it_chooses_the_best_model(make_trainer, train_data, valid_set, monkeypatch):
+@pytest.mark.parametrize("minimise", [False, True])
+def test_loss_is_minimised_when_it_chooses_the_best_model(make_trainer, train_data, minimise):
+    """The pipeline's selection value is -loss (higher is better); a hook may as well give the loss itself with
+    higher_is_better=False: the same choice, and the same best_score in train_state.json."""
     trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3)
-    scripted_validation(monkeypatch, trainer, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 2.5}])
-    assert trainer.fit(train_data, valid_set).best_step == 2
+    state = trainer.fit(train_data, ScriptedValidation([{"loss": 3.0}, {"loss": 2.0}, {"loss": 2.5}],
+                                                       minimise=minimise))
+    assert (state.best_step, state.best_score) == (2, -2.0)
 
 
-def test_max_save_keeps_the_newest_step_checkpoints(make_trainer, train_data, valid_set):
+def test_max_save_keeps_the_newest_step_checkpoints(make_trainer, train_data, validation):
     trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=4, max_save=2)
-    trainer.fit(train_data, valid_set)
+    trainer.fit(train_data, validation(trainer))
     assert sorted(path.name for path in trainer.run_dir.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
 
 
@@ -181,14 +188,14 @@ def nan_loss_at_training_call(monkeypatch, call: int) -> None:
     monkeypatch.setattr(loop, "forward_token_losses", forward_with_nan)
 
 
-def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_trainer, train_data, valid_set,
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_trainer, train_data, validation,
                                                                            monkeypatch):
     from transformers import AutoModelForSeq2SeqLM
 
     trainer = make_trainer(valid_strategy="step", valid_steps=2, max_steps=6)
     nan_loss_at_training_call(monkeypatch, call=3)
     with pytest.raises(TextBoxError, match="NaN/inf at optimiser step 3 .*checkpoint_last \\(step 2;"):
-        trainer.fit(train_data, valid_set)
+        trainer.fit(train_data, validation(trainer))
     saved = trainer.run_dir / "checkpoint_last"
     assert json.loads((saved / "train_state.json").read_text())["step"] == 2
     best = AutoModelForSeq2SeqLM.from_pretrained(trainer.run_dir / "checkpoint_best")

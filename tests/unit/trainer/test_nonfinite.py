@@ -12,7 +12,7 @@ import torch
 from accelerate import Accelerator
 
 from textbox.trainer import loop
-from tests.unit.trainer.tiny import metric_rows, reverse_words_split
+from tests.unit.trainer.tiny import ScriptedValidation, metric_rows, reverse_words_split
 
 NAN = float("nan")
 
@@ -21,36 +21,27 @@ def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
 
 
-def scripted_validation(monkeypatch, trainer, figures: list[dict[str, float]]) -> None:
-    """Validation returns these figures in turn, so that the choice of the best model is known in advance."""
-    queue = iter(figures)
-    monkeypatch.setattr(trainer, "evaluate", lambda loader, evalset, name: (dict(next(queue)), None))
-
-
-def test_a_nan_first_validation_does_not_block_a_later_best(make_trainer, train_data, valid_set, monkeypatch):
+def test_a_nan_first_validation_does_not_block_a_later_best(make_trainer, train_data):
     trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3)
-    scripted_validation(monkeypatch, trainer, [{"loss": NAN}, {"loss": 3.0}, {"loss": 4.0}])
-    state = trainer.fit(train_data, valid_set)
+    state = trainer.fit(train_data, ScriptedValidation([{"loss": NAN}, {"loss": 3.0}, {"loss": 4.0}]))
     assert (state.best_step, state.best_score, state.best_valid) == (2, -3.0, {"loss": 3.0})
     assert state.stale_validations == 1
     assert [row["loss"] for row in metric_rows(trainer.run_dir, "valid")] == [None, 3.0, 4.0]  # strict JSON
 
 
-def test_inf_validation_never_becomes_the_best(make_trainer, train_data, valid_set, monkeypatch):
+def test_inf_validation_never_becomes_the_best(make_trainer, train_data):
     trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, metrics_for_best_model=["perplexity"])
-    scripted_validation(monkeypatch, trainer, [{"loss": 5.0, "perplexity": 148.4}, {"loss": 800.0, "perplexity":
-                                               math.inf}, {"loss": 6.0, "perplexity": 403.4}])
-    assert trainer.fit(train_data, valid_set).best_step == 1
+    scripted = ScriptedValidation([{"loss": 5.0, "perplexity": 148.4}, {"loss": 800.0, "perplexity": math.inf},
+                                   {"loss": 6.0, "perplexity": 403.4}], names=["perplexity"])
+    assert trainer.fit(train_data, scripted).best_step == 1
 
 
-def test_when_every_validation_is_nan_checkpoint_best_is_the_final_model(make_trainer, train_data, valid_set,
-                                                                         monkeypatch, caplog):
+def test_when_every_validation_is_nan_checkpoint_best_is_the_final_model(make_trainer, train_data, caplog):
     from transformers import AutoModelForSeq2SeqLM
 
     trainer = make_trainer(valid_strategy="step", valid_steps=2, max_steps=4)
-    scripted_validation(monkeypatch, trainer, [{"loss": NAN}, {"loss": NAN}])
     with caplog.at_level(logging.WARNING, logger="textbox.tests"):
-        state = trainer.fit(train_data, valid_set)
+        state = trainer.fit(train_data, ScriptedValidation([{"loss": NAN}, {"loss": NAN}]))
     assert "no validation gave a finite loss (all NaN/inf): checkpoint_best is the final model of step 4" \
            in caplog.text
     assert state.best_score is None and state.best_step == 4 and math.isnan(state.best_valid["loss"])
@@ -59,12 +50,16 @@ def test_when_every_validation_is_nan_checkpoint_best_is_the_final_model(make_tr
         torch.testing.assert_close(value, dict(trainer.model.named_parameters())[name].detach(), msg=name)
 
 
-def test_loss_only_validation_reports_an_overflowing_perplexity_as_inf(make_trainer, monkeypatch):
-    """Trainer.evaluate's loss-only path uses the metric's formula: inf beyond exp's range, not exp(700)."""
+def test_loss_only_validation_reports_an_overflowing_perplexity_as_inf(make_trainer, valid_set, monkeypatch):
+    """Evaluator.validate's loss-only path uses the metric's formula: inf beyond exp's range, not exp(700)."""
+    from textbox.evaluator.evaluator import Evaluator
+
     trainer = make_trainer(metrics_for_best_model=["perplexity"])
-    monkeypatch.setattr(trainer, "eval_loss", lambda loader: 800.0)
-    figures, texts = trainer.evaluate(None, None, "valid")
-    assert figures == {"loss": 800.0, "perplexity": math.inf} and texts is None
+    evaluator = Evaluator(trainer.config, trainer.accelerator, trainer.tokenizer, trainer.collator)
+    monkeypatch.setattr(evaluator, "loss", lambda model, loader: 800.0)
+    report = evaluator.validate(trainer.model, valid_set)
+    assert report.figures == {"loss": 800.0, "perplexity": math.inf}
+    assert report.sequences is None and report.details is None
 
 
 def test_results_json_writes_nan_and_inf_as_null():

@@ -209,7 +209,7 @@ def _prepared(inputs: MetricInputs, lowercase: bool) -> MetricInputs:
 def _run(name: str, metric: Metric, inputs: MetricInputs, settings: Options) -> MetricResult:
     if metric.needs_sources and inputs.sources is None:
         raise TextBoxUserError(f"metric {name!r} compares outputs with their sources, but none were given "
-                               "(python -m textbox.evaluate takes them as --src=<file>)")
+                               "(python -m textbox.evaluator.score_files takes them as --src=<file>)")
     if metric.needs_loss and inputs.loss is None:
         raise TextBoxUserError(f"metric {name!r} needs the model's loss, so it is only computed when a model is "
                                "evaluated (run_textbox.py), not on text files")

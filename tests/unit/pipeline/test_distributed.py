@@ -8,8 +8,8 @@ import pytest
 
 from textbox.cli import report_user_error
 from textbox.config import TextBoxError, TextBoxUserError
-from textbox.utils import distributed
-from textbox.utils.distributed import SharedFailure, main_process_first
+from textbox.pipeline import distributed
+from textbox.pipeline.distributed import SharedFailure, main_process_first
 
 
 def process(rank: int) -> SimpleNamespace:

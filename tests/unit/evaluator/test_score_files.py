@@ -1,4 +1,5 @@
-"""python -m textbox.evaluate: scores files like compute_metrics, and reports user errors with exit code 2."""
+"""python -m textbox.evaluator.score_files (textbox-evaluate): scores files like compute_metrics, and reports user
+errors with exit code 2."""
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from textbox.evaluate import main, parse_references, read_lines
+from textbox.evaluator.score_files import main, parse_references, read_lines
 from textbox.evaluator.metrics import compute_metrics
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -92,7 +93,7 @@ def test_help_lists_options_and_metrics(capsys):
 
 def test_module_entry_point_exits_2_without_traceback(files):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
-    completed = subprocess.run([sys.executable, "-m", "textbox.evaluate", "--hyp=nowhere.txt"], env=env,
+    completed = subprocess.run([sys.executable, "-m", "textbox.evaluator.score_files", "--hyp=nowhere.txt"], env=env,
                                capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert completed.returncode == 2
     assert "--ref=<file> is required" in completed.stderr and "Traceback" not in completed.stderr

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from textbox.config import TextBoxUserError, load_config
-from textbox.pipeline import (build_accelerator, check_gpu_ids, config_summary, export_gpu_id, gpu_ids,
-                              resolve_mixed_precision)
+from textbox.pipeline.devices import (build_accelerator, check_gpu_ids, export_gpu_id, gpu_ids,
+                                      resolve_mixed_precision)
+from textbox.pipeline.recipe import config_summary
 
 
 @pytest.mark.parametrize("launcher, arguments, chosen", [

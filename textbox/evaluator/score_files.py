@@ -1,5 +1,5 @@
-"""Score generated text files: ``python -m textbox.evaluate --hyp=generation.txt --ref=test.tgt [--src=test.src]
---metrics="['bleu','rouge']" [--<metric option>=value ...]``.
+"""Score generated text files: ``python -m textbox.evaluator.score_files --hyp=generation.txt --ref=test.tgt
+[--src=test.src] --metrics="['bleu','rouge']" [--<metric option>=value ...]`` (console script: textbox-evaluate).
 
 Prints a table and then one JSON line ({"scores": ..., "details": ...}). User errors print one message and exit 2.
 """
@@ -27,7 +27,7 @@ def usage() -> str:
     files = "\n".join(f"  --{name}=<file>: {doc}" for name, doc in _FILES.items())
     options = "\n".join(f"  --{name}: {_type_of(name)} = {SCHEMA[name].default!r}\n      {SCHEMA[name].doc}"
                         for name in _OPTIONS)
-    return (f"usage: python -m textbox.evaluate --hyp=<file> --ref=<file> [--src=<file>] "
+    return (f"usage: python -m textbox.evaluator.score_files --hyp=<file> --ref=<file> [--src=<file>] "
             f"[--metrics=\"['bleu','rouge']\"] [--<option>=<value> ...]\n\nfiles:\n{files}\n\n"
             f"options:\n{options}\n\nmetrics:\n{describe_metrics()}")
 
@@ -46,7 +46,7 @@ def evaluate_files(argv: Sequence[str]) -> MetricReport:
     for name, value in values.items():
         if name not in _OPTIONS:
             problems.append(f"unknown option --{name}{suggest(name, [*_OPTIONS, *_FILES])} "
-                            "(python -m textbox.evaluate --help lists the options)")
+                            "(python -m textbox.evaluator.score_files --help lists the options)")
         elif (error := SCHEMA[name].type_error(value)) is not None:
             problems.append(f"--{name} {error}")
         else:
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = evaluate_files(args)
     except TextBoxUserError as error:
-        print(f"textbox.evaluate: {error}", file=sys.stderr)
+        print(f"textbox.evaluator.score_files: {error}", file=sys.stderr)
         return error.exit_code
     print(format_table(report.scores))
     print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False))

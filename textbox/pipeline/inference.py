@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from textbox.config import Config, DataError
 from textbox.data.readers import read_lines
 from textbox.data.tokenize import encode_within
-from textbox.evaluator.generate import all_sequences_path, generate_sequences
+from textbox.evaluator.evaluator import Evaluator
+from textbox.evaluator.generate import all_sequences_path
 from textbox.utils.atomic import write_text_atomic
 
 
@@ -35,23 +37,27 @@ def write_outputs(path: str, texts: list[str]) -> None:
         write_text_atomic(Path(path), content)
 
 
-def run_inference(config: Config, trainer, run_dir: Path) -> list[str]:
-    """Generate for every input line with the trainer's best (or given) model; write them in input order."""
+def read_and_encode(config: Config, tokenizer: Any) -> list[list[int]]:
+    """The input lines as token ids, with the prompts and truncation of a test run (before any model is loaded:
+    a bad input file fails first)."""
     sources = read_inputs(config.input_file)
-    inputs = encode_within(trainer.tokenizer, sources, config.src_len, config.truncate, "src_len",
-                           config.prefix_prompt or "", config.suffix_prompt or "")
-    trainer.use_best_model()
-    loader = trainer.eval_loader([{"input_ids": ids, "labels": []} for ids in inputs])
-    sequences = generate_sequences(trainer.accelerator, trainer.model, trainer.tokenizer, loader,
-                                   trainer.generation, "generate", trainer.decoding)
+    return encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len",
+                         config.prefix_prompt or "", config.suffix_prompt or "")
+
+
+def generate_for_inputs(config: Config, evaluator: Evaluator, model: Any, inputs: list[list[int]], run_dir: Path,
+                        logger: Any) -> list[str]:
+    """Generate for every input with ``model``; write them in input order."""
+    loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    sequences = evaluator.generate(model, loader, "generate")
     texts = [candidates[0] for candidates in sequences]
     output = config.output_file or str(run_dir / "generation.txt")
     every = all_sequences_path(run_dir / "generation.txt" if output == "-" else Path(output))
     several = any(len(candidates) > 1 for candidates in sequences)
-    if trainer.accelerator.is_main_process:
+    if evaluator.accelerator.is_main_process:
         write_outputs(output, texts)
         if several:
             write_text_atomic(every, "".join(text + "\n" for candidates in sequences for text in candidates))
-    trainer.logger.info(f"generated {len(texts)} outputs for {config.input_file}"
-                        + (f"; all {len(sequences[0])} per input in {every}" if several else ""))
+    logger.info(f"generated {len(texts)} outputs for {config.input_file}"
+                + (f"; all {len(sequences[0])} per input in {every}" if several else ""))
     return texts

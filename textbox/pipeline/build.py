@@ -1,0 +1,57 @@
+"""Build what a run needs (splits, model, tokenizer, tokenised splits) before its run directory exists: a bad path
+or checkpoint fails here, with nothing written."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from textbox.config import Config
+
+
+class Built(NamedTuple):
+    splits: dict[str, Any]  # name -> Split (raw text: the metrics need the references)
+    model: Any
+    tokenizer: Any
+    tokenized: dict[str, Any]  # name -> tokenised split
+    efficient: Any = None  # the model's efficient method (textbox.model.record.EfficientRecord): what checkpoints hold
+
+
+def build(config: Config, accelerator: Any, logger: Any) -> Built:
+    """Data, model and tokenised splits. The main process goes first (builds, tokenizer training and caches happen
+    once); a failure on any process is raised on all of them, shown once."""
+    from accelerate.utils import set_seed
+
+    from textbox.data import read_splits, tokenize_splits
+    from textbox.model.build import build_model
+    from textbox.pipeline.distributed import main_process_first
+
+    set_seed(config.seed)
+    testing = config.do_test and not config.input_file  # --input_file takes the test split's place
+    wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
+                                        ("test", testing)) if needed]
+
+    def build_once() -> Built:
+        if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
+            from textbox.data.denoising import read_source_only_splits
+
+            splits = read_source_only_splits(config, wanted, log=logger.info)
+        else:
+            splits = read_splits(config, wanted, log=logger.info)
+        for name, split in splits.items():
+            logger.info(f"{name}: {len(split)} examples")
+        record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
+        tokenized = tokenize_splits(config, splits, record.tokenizer, logger.info)
+        return Built(splits, record.model, record.tokenizer, tokenized, record.efficient)
+
+    return main_process_first(accelerator, build_once)
+
+
+def weight_bytes(model: Any) -> int:
+    """The bytes of the model's parameters (what each checkpoint holds), for the free-space check."""
+    return sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+
+
+def log_model_size(config: Config, model: Any, logger: Any) -> None:
+    from textbox.model.loading import count_parameters
+
+    trainable, total = count_parameters(model)
+    logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")

@@ -1,0 +1,101 @@
+"""The run's devices and accelerator: --gpu_id exported before CUDA starts, mixed precision agreed between the
+launcher and the config, the tracker's package present."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+from textbox.config import Config, TextBoxUserError
+
+
+def export_gpu_id(config: Config) -> None:
+    """gpu_id must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the Accelerator); the
+    devices it names must then all be there: a run never falls back to other devices (or the CPU) silently.
+
+    torch.cuda.device_count() is asked only after the export, so that CUDA starts with the chosen devices (in a
+    process where CUDA is already initialised, e.g. a second in-process run, the first run's devices stay)."""
+    if config.gpu_id is None:
+        return
+    ids = gpu_ids(config.gpu_id)
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+    import torch
+
+    visible = torch.cuda.device_count() if torch.version.cuda else 0
+    check_gpu_ids(ids, visible, _machine_gpu_count(), cuda_build=torch.version.cuda is not None)
+
+
+def gpu_ids(value: Any) -> list[str]:
+    """--gpu_id=1, --gpu_id='0,1' or --gpu_id=[0,1] as a list of device ids."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def check_gpu_ids(ids: list[str], visible: int, machine: int | None, cuda_build: bool = True) -> None:
+    """``visible``: devices CUDA sees once CUDA_VISIBLE_DEVICES holds ``ids`` (it stops at the first id that does
+    not exist); ``machine``: devices on the machine (None when unknown)."""
+    if visible >= len(ids):
+        return
+    asked = f"--gpu_id={','.join(ids)}"
+    if not cuda_build:
+        raise TextBoxUserError(f"{asked}, but this torch is a CPU-only build: no CUDA device is visible; drop "
+                               f"--gpu_id to run on the CPU")
+    if machine == 0:
+        raise TextBoxUserError(f"{asked}, but no CUDA device is visible on this machine; drop --gpu_id to run on "
+                               f"the CPU")
+    if machine is not None:
+        raise TextBoxUserError(f"{asked} names device(s) that do not exist: this machine has {machine} CUDA "
+                               f"device(s), ids {', '.join(map(str, range(machine)))}")
+    raise TextBoxUserError(f"{asked} names device(s) that do not exist: CUDA sees {visible} of them (and the "
+                           f"machine's devices could not be listed); choose existing ids, or drop --gpu_id to run "
+                           f"on the CPU")
+
+
+def _machine_gpu_count() -> int | None:
+    """The machine's CUDA devices, counted through NVML (which, unlike the CUDA runtime, ignores
+    CUDA_VISIBLE_DEVICES and initialises nothing); None when NVML cannot tell."""
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    try:
+        count = torch.cuda._raw_device_count_nvml()
+    except Exception:  # a private helper: any failure only means 'unknown'
+        return None
+    return count if count >= 0 else None
+
+
+def resolve_mixed_precision(config: Config) -> str:
+    """The launcher's --mixed_precision and the config must not silently disagree. `accelerate launch` always
+    exports one ('no' when given none), so its 'no' leaves the choice to the config."""
+    launcher = os.environ.get("ACCELERATE_MIXED_PRECISION")
+    if launcher in (None, "no", config.mixed_precision):
+        return config.mixed_precision
+    if config.source_of("mixed_precision") == "default":
+        return launcher
+    raise TextBoxUserError(f"--mixed_precision={config.mixed_precision} disagrees with the launcher's "
+                           f"--mixed_precision={launcher}; make them equal (or set only one of them)")
+
+
+def build_accelerator(config: Config) -> Any:
+    import torch
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    precision = resolve_mixed_precision(config)
+    cuda = torch.cuda.is_available()
+    if precision == "fp16" and not cuda:
+        raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
+    tracker = None if config.tracker == "none" else config.tracker
+    if tracker and importlib.util.find_spec(tracker) is None:
+        raise TextBoxUserError(f"--tracker={tracker} needs the {tracker} package: pip install {tracker} "
+                               f"(or --tracker=tensorboard / none)")
+    return Accelerator(
+        cpu=not cuda,  # on a CPU machine this is what makes `accelerate launch --multi_gpu` really distributed
+        mixed_precision=precision,
+        log_with=tracker,
+        project_dir=config.saved_dir,  # moved to the run directory once its name is agreed on (run())
+        # No gradient_accumulation_steps: the Trainer accumulates itself, weighting every target token alike.
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )

@@ -1,0 +1,49 @@
+"""The trainer's validation hook for a run: the Evaluator validates the training model, the run's
+metrics_for_best_model turn its figures into the selection value, and what goes with a validation leaves here
+(valid_generation.txt beside checkpoint_best, the caller's on_validation)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from textbox.config import Config
+from textbox.evaluator.eval_report import EvalReport, EvalSet
+from textbox.evaluator.evaluator import Evaluator
+from textbox.evaluator.selection import selection_score
+from textbox.trainer.hooks import Validation, ValidationHook
+from textbox.utils.atomic import write_text_atomic
+
+# on_validation(step, figures): called on the main process after each validation (e.g. to report to Ray Tune).
+OnValidation = Callable[[int, dict[str, float]], None]
+VALID_GENERATION_FILE = "valid_generation.txt"
+
+
+class RunValidation(ValidationHook):
+    def __init__(self, config: Config, accelerator: Any, evaluator: Evaluator, valid: EvalSet, run_dir: Path,
+                 on_validation: OnValidation | None = None):
+        self.config = config
+        self.accelerator = accelerator
+        self.evaluator = evaluator
+        self.valid = valid
+        self.run_dir = Path(run_dir)
+        self.on_validation = on_validation
+        self.details: dict[str, dict[str, Any]] | None = None  # the latest scored validation's metric details
+        self._report: EvalReport | None = None
+
+    def validate(self, model: Any) -> Validation:
+        report = self.evaluator.validate(model, self.valid)
+        self._report = report
+        if report.details is not None:
+            self.details = report.details
+        names = self.config.metrics_for_best_model
+        return Validation(report.figures, selection_score(report.figures, names, self.config))
+
+    def new_best(self, validation: Validation) -> None:
+        """The best validation's generations go with checkpoint_best (when validation generated)."""
+        texts = self._report.texts if self._report is not None else None
+        if texts is not None and self.accelerator.is_main_process:
+            write_text_atomic(self.run_dir / VALID_GENERATION_FILE, "".join(text + "\n" for text in texts))
+
+    def validated(self, step: int, validation: Validation) -> None:
+        if self.on_validation is not None and self.accelerator.is_main_process:
+            self.on_validation(step, dict(validation.figures))
