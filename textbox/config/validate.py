@@ -60,6 +60,9 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     problems.extend(_check_efficient(values, where))
     problems.extend(_check_pretraining(values, where))
     problems.extend(decoding_problems(values, where))  # --decoding_backend / --decoding_precision
+    from textbox.config.launcher import launcher_problems  # accelerate launch's settings vs the config
+
+    problems.extend(launcher_problems(values, sources, where))
     from textbox.evaluator.generation_check import generation_problems  # imports transformers only when set
 
     problems.extend(generation_problems(values["generation_kwargs"], where))
