@@ -90,6 +90,9 @@ def build_accelerator(config: Config) -> Any:
 
     precision = resolve_mixed_precision(config)
     cuda = torch.cuda.is_available()
+    from textbox.trainer.sharding import refuse_on_cpu  # accelerate would drop FSDP/DeepSpeed on CPU silently
+
+    refuse_on_cpu(cuda)
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker
@@ -144,6 +147,9 @@ def _run(config: Config, accelerator: Any) -> dict[str, Any]:
         logger.info(note)
     logger.info(config_summary(config))
     run_dir = plan_run_dir(config, accelerator)
+    from textbox.trainer.nodes import disk_layout  # machines without a shared disk keep their own checkpoints
+
+    disk_layout(accelerator, run_dir)
     if config.resume:  # a damaged checkpoint_last is named before any file of the run changes
         from textbox.trainer.checkpoint import LAST, check_resume_files, find_resume_dir
 

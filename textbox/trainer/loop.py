@@ -26,7 +26,7 @@ from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.loss import forward_token_losses, target_tokens
-from textbox.trainer.optim import build_optimizer, build_scheduler
+from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves, selection_score
 from textbox.utils.atomic import restore_interrupted, write_text_atomic
@@ -117,10 +117,9 @@ class Trainer:
         steps_per_epoch = math.ceil(len(train_loader) / config.accumulation_steps)
         total_steps = config.max_steps or config.epochs * steps_per_epoch
         epochs = math.ceil(total_steps / steps_per_epoch)
-        optimizer = build_optimizer(config, self.model)
-        self.model, optimizer = accelerator.prepare(self.model, optimizer)
+        # optimiser and schedule: ours, or the DeepSpeed engine's when its config defines them (trainer.sharding)
+        self.model, optimizer, scheduler = prepare_training(config, accelerator, self.model, total_steps)
         self._train_forward = self._compiled(self.model) if config.compile else self.model
-        scheduler = build_scheduler(config, optimizer, total_steps)
         accelerator.register_for_checkpointing(scheduler)
         self._resume_if_asked()
         valid_loader = self.eval_loader(valid.data) if valid is not None else None
@@ -350,7 +349,7 @@ class Trainer:
         if self.config.max_save > 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
                                   self.run_dir / f"checkpoint-{self.state.step}")
-            if self.accelerator.is_main_process:
+            if checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own copies
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
         self._save_resume_state()
         self.model.train()
