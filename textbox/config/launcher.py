@@ -67,7 +67,26 @@ def launcher_problems(values: Mapping[str, Any], sources: Mapping[str, str], whe
                         f"model; train efficient methods with plain DDP (no --use_deepspeed/--use_fsdp)")
     if deepspeed:
         problems.extend(_deepspeed_problems(values, sources, where, environ, launcher_steps))
+    sharded = "FSDP" if fsdp else "DeepSpeed ZeRO-3" if deepspeed and _zero_stage(environ) == 3 else None
+    if sharded and values.get("decoding_backend", "transformers") != "transformers":
+        problems.append(f"{where('decoding_backend')}={values['decoding_backend']} with {sharded}: CTranslate2 "
+                        f"converts the whole model's weights, which are split over the processes here; use "
+                        f"--decoding_backend=transformers (generate runs on the sharded model)")
     return problems
+
+
+def _zero_stage(environ: Mapping[str, str]) -> int | None:
+    """The DeepSpeed ZeRO stage: the config file's zero_optimization.stage, else the launcher's --zero_stage."""
+    path = deepspeed_file(environ)
+    if path is not None:
+        try:
+            stage = read_deepspeed_config(path).get("zero_optimization", {}).get("stage")
+        except (ValueError, AttributeError):
+            return None  # reported by _deepspeed_problems
+        number = _number(stage)
+        return None if number is None else int(number)
+    number = _number(environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"))
+    return None if number is None else int(number)
 
 
 def _gpu_problems(values: Mapping[str, Any], where: Where, environ: Mapping[str, str]) -> list[str]:

@@ -48,7 +48,9 @@ def test_every_accelerate_config_is_valid_for_accelerate_and_agrees_with_the_def
     assert settings.distributed_type.value in ("FSDP", "DEEPSPEED")
     environ = launcher_environment(config_file)
     assert environ.get("ACCELERATE_USE_FSDP") == "true" or environ.get("ACCELERATE_USE_DEEPSPEED") == "true"
-    assert problems(environ) == []
+    assert problems(environ, decoding_backend="transformers") == []
+    whole_weights = config_file.name == "deepspeed_zero2.yaml"  # ZeRO-2 keeps every parameter on every process
+    assert (problems(environ) == []) is whole_weights  # else CTranslate2 (decoding_backend=auto) is refused
 
 
 def test_the_shipped_configs_are_the_three_the_readme_names():
@@ -115,7 +117,7 @@ def test_the_launchers_gradient_accumulation_is_refused_for_ours():
 
 
 def test_sharded_training_refuses_efficient_methods():
-    found = problems({"ACCELERATE_USE_FSDP": "true"}, efficient_methods=["lora"])
+    found = problems({"ACCELERATE_USE_FSDP": "true"}, efficient_methods=["lora"], decoding_backend="transformers")
     assert len(found) == 1 and "with FSDP" in found[0]
 
 
@@ -126,3 +128,13 @@ def test_a_gpu_id_list_shorter_than_the_local_processes_is_refused():
     assert found == ["--gpu_id=0,1 names 2 device(s) for the 4 processes the launcher starts on this machine; give "
                      "one id per process (e.g. --gpu_id=0,1,2,3) or start fewer (--num_processes)"]
     assert problems({}, gpu_id=3) == []  # one process
+
+
+def test_ctranslate2_is_refused_where_the_weights_are_sharded(tmp_path: Path):
+    found = problems({"ACCELERATE_USE_FSDP": "true"})
+    assert found == ["decoding_backend (default)=auto with FSDP: CTranslate2 converts the whole model's weights, "
+                     "which are split over the processes here; use --decoding_backend=transformers (generate runs "
+                     "on the sharded model)"]
+    zero3 = deepspeed_file(tmp_path, {"zero_optimization": {"stage": 3}})
+    assert "with DeepSpeed ZeRO-3" in problems(zero3, decoding_backend="ctranslate2")[0]
+    assert problems(deepspeed_file(tmp_path, {"zero_optimization": {"stage": 2}})) == []
