@@ -205,6 +205,9 @@ def _run_in_directory(config: Config, accelerator: Any, run_dir: Path, logger: A
 
     if accelerator.is_main_process:
         write_run_config(config, run_dir)  # not rewritten when a resumed run's config is unchanged
+    from textbox.trainer.nodes import copy_to_other_disks  # --resume reads it on every machine
+
+    copy_to_other_disks(accelerator, run_dir / "config.yaml")
     logger.info(f"run directory {run_dir}")
     if config.tracker != "none":
         accelerator.project_configuration.set_directories(str(run_dir))

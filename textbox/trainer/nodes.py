@@ -74,26 +74,32 @@ def writes_checkpoints(accelerator: Any) -> bool:
     return _layout is not None and not _layout.shared and accelerator.is_local_main_process
 
 
-def copy_to_other_disks(accelerator: Any, directory: Path) -> None:
-    """Collective: the main process's ``directory`` (a saved model: transformers' save_pretrained writes on global
-    rank 0 only) sent byte for byte to the local main process of every machine that does not share its disk, and
-    put in place there atomically. Nothing to do on a shared disk."""
+def copy_to_other_disks(accelerator: Any, path: Path) -> None:
+    """Collective: the main process's ``path`` sent byte for byte to the local main process of every machine that
+    does not share its disk, and put in place there atomically (nothing to do on a shared disk). ``path``: a saved
+    model's directory (transformers' save_pretrained writes on global rank 0 only), or a text file (the run's
+    config.yaml, which --resume reads on every machine)."""
     if _layout is None or _layout.shared:
         return
     from accelerate.utils import broadcast_object_list
 
-    from textbox.utils.atomic import atomic_directory
+    from textbox.utils.atomic import atomic_directory, write_text_atomic
 
+    path = Path(path)
     files = None
     if accelerator.is_main_process:
-        files = {str(file.relative_to(directory)): file.read_bytes()
-                 for file in sorted(Path(directory).rglob("*")) if file.is_file()}
+        files = path.read_text(encoding="utf-8") if path.is_file() else {
+            str(file.relative_to(path)): file.read_bytes() for file in sorted(path.rglob("*")) if file.is_file()}
     files = broadcast_object_list([files])[0]
-    if writes_checkpoints(accelerator) and not accelerator.is_main_process:
-        with atomic_directory(Path(directory)) as staging:
-            for name, content in files.items():
-                (staging / name).parent.mkdir(parents=True, exist_ok=True)
-                (staging / name).write_bytes(content)
+    if not writes_checkpoints(accelerator) or accelerator.is_main_process:
+        return
+    if isinstance(files, str):  # a text file
+        write_text_atomic(path, files)
+        return
+    with atomic_directory(path) as staging:
+        for name, content in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_bytes(content)
 
 
 def processes_on_this_disk(accelerator: Any) -> range:
