@@ -4,6 +4,7 @@ directory with a relative --saved_dir and --cache_dir, as two machines that shar
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -48,24 +49,16 @@ def weights_hash(checkpoint: Path) -> str:
     return digest.hexdigest()
 
 
-def test_two_launchers_equal_one_launcher(tmp_path: Path):
-    data = make_copy_dataset(tmp_path / "copy")
-    args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=8", "--valid_steps=4",
-            "--valid_strategy=step", "--seed=7", "--saved_dir=saved", "--cache_dir=cache", "--filename=run"]
-    script = str(PROJECT_ROOT / "run_textbox.py")
-    single_dir = tmp_path / "single"
-    single_dir.mkdir()
-    single = subprocess.run([*accelerate_two_cpu_processes(), script, *args], cwd=single_dir, env=_env(),
-                            capture_output=True, text=True, timeout=300)
-    assert single.returncode == 0, single.stderr[-3000:]
-
+def _two_machines(tmp_path: Path, args: list[str]) -> list[Path]:
+    """One run of the two launchers, each in its own working directory (machine0/, machine1/)."""
     port = _free_port()
     machines = [tmp_path / f"machine{rank}" for rank in (0, 1)]
     launched = []
     for rank, machine in enumerate(machines):
-        machine.mkdir()
-        launched.append(subprocess.Popen([*_machine_launcher(rank, port), script, *args], cwd=machine, env=_env(),
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        machine.mkdir(exist_ok=True)
+        launched.append(subprocess.Popen([*_machine_launcher(rank, port), str(PROJECT_ROOT / "run_textbox.py"),
+                                          *args], cwd=machine, env=_env(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True))
     try:
         outputs = [process.communicate(timeout=300) for process in launched]
     finally:  # a hung launcher must not outlive the test
@@ -75,18 +68,38 @@ def test_two_launchers_equal_one_launcher(tmp_path: Path):
                 process.wait()
     for process, (_, stderr) in zip(launched, outputs):
         assert process.returncode == 0, stderr[-3000:]
+    return machines
+
+
+def test_two_launchers_equal_one_launcher_and_resume_on_their_own_disks(tmp_path: Path):
+    """One launcher trains 12 steps straight; two launchers train 8, then --resume to 12, each machine from its own
+    checkpoint_last: the same weights and test generations."""
+    data = make_copy_dataset(tmp_path / "copy")
+    args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--valid_steps=4", "--valid_strategy=step",
+            "--seed=7", "--saved_dir=saved", "--cache_dir=cache", "--filename=run"]
+    single_dir = tmp_path / "single"
+    single_dir.mkdir()
+    single = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args,
+                             "--max_steps=12"], cwd=single_dir, env=_env(), capture_output=True, text=True,
+                            timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+
+    machines = _two_machines(tmp_path, [*args, "--max_steps=8"])
+    remote = machines[1] / "saved" / "run"
+    # machine 1 keeps only what its processes read back (checkpoints, and config.yaml for --resume); the run's
+    # records (results, logs, generations) are machine 0's alone
+    assert sorted(path.name for path in remote.iterdir()) == ["checkpoint_best", "checkpoint_last", "config.yaml"]
+    assert sorted(path.name for path in (remote / "checkpoint_last").glob("random_states_*")) == \
+        ["random_states_1.pkl"]
+    _two_machines(tmp_path, [*args, "--max_steps=12", "--resume=True"])
 
     one, two = single_dir / "saved" / "run", machines[0] / "saved" / "run"
+    assert "resumed from saved/run/checkpoint_last: step 8" in (two / "project.log").read_text()
     assert "2 process(es)" in (two / "project.log").read_text()
     assert weights_hash(two / "checkpoint_best") == weights_hash(one / "checkpoint_best")
+    assert weights_hash(remote / "checkpoint_best") == weights_hash(one / "checkpoint_best")
     assert (two / "generation.txt").read_text() == (one / "generation.txt").read_text()
-    assert (two / "results.json").is_file()
-    print("weights sha256 one launcher:", weights_hash(one / "checkpoint_best"),
+    scores = [json.loads((run / "results.json").read_text())["test"] for run in (one, two)]
+    assert scores[0] == scores[1]
+    print("checkpoint_best weights sha256, one launcher:", weights_hash(one / "checkpoint_best"),
           "two launchers:", weights_hash(two / "checkpoint_best"))
-    # machine 1 has its own copy of the checkpoints its process read (checkpoint_best for the test pass)
-    assert weights_hash(machines[1] / "saved" / "run" / "checkpoint_best") == weights_hash(two / "checkpoint_best")
-    # machine 1 keeps only what its own process needs (its checkpoints for testing and resuming); the run's
-    # records (results, logs, generations) are machine 0's alone
-    remote = machines[1] / "saved" / "run"
-    for owned_by_rank0 in ("results.json", "project.log", "generation.txt", "metrics.jsonl", "config.yaml"):
-        assert not (remote / owned_by_rank0).exists(), owned_by_rank0
