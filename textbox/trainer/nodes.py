@@ -54,8 +54,11 @@ def disk_layout(accelerator: Any, run_dir: Path) -> DiskLayout:
             (Path(anchor) / _MARKER.format(token=token)).unlink(missing_ok=True)
     shared = all(seen)
     if not shared and any(seen[index] for index in range(1, len(seen)) if not _same_node(index, accelerator)):
-        raise TextBoxUserError(f"some machines see the main machine's disk at {anchor} and others do not; run "
-                               f"with --saved_dir on a file system that all machines share, or on none of them")
+        error = TextBoxUserError(f"some machines see the main machine's disk at {anchor} and others do not; run "
+                                 f"with --saved_dir on a file system that all machines share, or on none of them")
+        error.shared = True  # type: ignore[attr-defined]  # every process raises it (all saw the same answers)
+        error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]  # printed once
+        raise error
     if shared:
         _layout = DiskLayout(True, 0, accelerator.num_processes)
     else:
