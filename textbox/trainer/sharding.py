@@ -33,10 +33,13 @@ def refuse_on_cpu(cuda: bool, environ: Mapping[str, str] | None = None) -> None:
     for asked, name in ((uses_fsdp(environ), "FSDP (--use_fsdp / distributed_type: FSDP)"),
                         (uses_deepspeed(environ), "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)")):
         if asked:
-            raise TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
-                                   f"sharded training on GPU processes only and would silently train plain DDP "
-                                   f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
-                                   f"ACCELERATE_USE_CPU=true) or on GPUs")
+            error = TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
+                                     f"sharded training on GPU processes only and would silently train plain DDP "
+                                     f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
+                                     f"ACCELERATE_USE_CPU=true) or on GPUs")
+            # every process finds it: the first process of each machine prints it
+            error.shown_elsewhere = environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+            raise error
 
 
 def is_sharded(accelerator: Any) -> bool:

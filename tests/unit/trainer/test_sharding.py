@@ -18,6 +18,9 @@ def test_fsdp_or_deepspeed_on_cpu_is_refused_not_dropped():
         sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true"})
     with pytest.raises(TextBoxUserError, match="asks for DeepSpeed"):
         sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_DEEPSPEED": "true"})
+    with pytest.raises(TextBoxUserError) as second:  # every process finds it; each machine's first prints it
+        sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true", "LOCAL_RANK": "1"})
+    assert second.value.shown_elsewhere
     sharding.refuse_on_cpu(cuda=True, environ={"ACCELERATE_USE_FSDP": "true"})
     sharding.refuse_on_cpu(cuda=False, environ={})
 
