@@ -30,9 +30,11 @@ def report_user_error(error: TextBoxError) -> int:
 
 
 def is_secondary_process() -> bool:
-    """A process of a multi-process launch other than the first (torchrun and accelerate export RANK and
-    WORLD_SIZE to every process they start)."""
-    return os.environ.get("WORLD_SIZE", "1") not in ("", "1") and os.environ.get("RANK", "0") not in ("", "0")
+    """A process of a multi-process launch other than the first of its machine (torchrun and accelerate export
+    RANK, LOCAL_RANK and WORLD_SIZE to every process they start): another machine's first process prints too, since
+    its files (e.g. a run's config.yaml on a disk of its own) may differ from the main machine's."""
+    return (os.environ.get("WORLD_SIZE", "1") not in ("", "1") and os.environ.get("RANK", "0") not in ("", "0")
+            and os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")) not in ("", "0"))
 
 
 def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,

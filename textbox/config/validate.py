@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config.argv import quoting_hint
+from textbox.config.launcher import launcher_problems
 from textbox.config.schema import SCHEMA
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
@@ -71,6 +72,7 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
         problems.append(f"{where('input_file')}: file {values['input_file']} does not exist")
 
     problems.extend(_check_pretraining(values, where))
+    problems.extend(launcher_problems(values, sources, where))  # accelerate launch's settings vs the config
     return problems
 
 

@@ -84,6 +84,9 @@ def build_accelerator(config: Config) -> Any:
 
     precision = resolve_mixed_precision(config)
     cuda = torch.cuda.is_available()
+    from textbox.trainer.sharding import refuse_on_cpu  # accelerate would drop FSDP/DeepSpeed on CPU silently
+
+    refuse_on_cpu(cuda)
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker

@@ -9,7 +9,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from textbox.config.errors import ConfigError
+from textbox.config.errors import ConfigError, TextBoxUserError
 from textbox.config.schema import Key
 
 RESOURCES = ("cpu", "gpu")
@@ -38,6 +38,12 @@ def check_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Engine:
     name, address, resources = options["engine"], options["ray_address"], options["trial_resources"]
     problems = []
     if name == "local":
+        from textbox.config.launcher import worker_gpu_ids  # each local worker needs its own device(s)
+
+        try:
+            worker_gpu_ids(run_keys.get("gpu_id"), options.get("workers", 1))
+        except TextBoxUserError as error:
+            problems.append(str(error))
         problems += [f"--{option} is for --engine=ray; add --engine=ray or leave --{option} out"
                      for option, value in (("ray_address", address), ("trial_resources", resources))
                      if value is not None]

@@ -52,6 +52,8 @@ def execute(overrides: dict[str, Any], runner: Runner, on_validation: OnValidati
 
     hooks = {} if on_validation is None else {"on_validation": on_validation}
     started = time.perf_counter()
+    if _worker_gpu_id is not None:  # a worker of a study with --gpu_id: its own devices, for every run it does
+        overrides = {**overrides, "gpu_id": _worker_gpu_id}
     try:
         with silenced_console():
             results = runner(load_checked_config((), overrides), **hooks)
@@ -71,9 +73,14 @@ def run_jobs(next_job: Callable[[], Job[JobKey] | None], on_outcome: Callable[[J
         while (job := next_job()) is not None:
             on_outcome(job.key, execute(job.overrides, runner))
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_share_cpus, initargs=(workers,))
-    running: dict[Future[Outcome], JobKey] = {}
+    first = next_job()
+    if first is None:
+        return
+    context = multiprocessing.get_context("spawn")
+    devices = _device_shares(first.overrides.get("gpu_id"), workers, context)  # each worker its own GPU(s)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_share_cpus, initargs=(workers, devices))
+    running: dict[Future[Outcome], JobKey] = {pool.submit(execute, first.overrides, runner): first.key}
     try:
         while True:
             while len(running) < workers and (job := next_job()) is not None:
@@ -90,6 +97,27 @@ def run_jobs(next_job: Callable[[], Job[JobKey] | None], on_outcome: Callable[[J
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _share_cpus(workers: int) -> None:
-    """Give each worker its share of the cores (torch reads OMP_NUM_THREADS when it is first imported)."""
+def _share_cpus(workers: int, devices: Any = None) -> None:
+    """Give each worker its share of the cores (torch reads OMP_NUM_THREADS when it is first imported), and its
+    own share of --gpu_id (taken from the ``devices`` queue; every run of this worker then uses it)."""
+    global _worker_gpu_id
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    if devices is not None:
+        _worker_gpu_id = devices.get(timeout=60)
+
+
+_worker_gpu_id: str | None = None  # this worker process's share of --gpu_id (None: the runs keep theirs)
+
+
+def _device_shares(gpu_id: Any, workers: int, context: Any) -> Any:
+    """A queue holding one share of the gpu_id list per worker (None without gpu_id); a list too short to give
+    every worker its own device(s) is refused before any run starts."""
+    from textbox.config.launcher import worker_gpu_ids
+
+    shares = worker_gpu_ids(gpu_id, workers)
+    if shares is None:
+        return None
+    queue = context.Queue()
+    for share in shares:
+        queue.put(share)
+    return queue

@@ -18,6 +18,8 @@ from textbox.config import TextBoxUserError
 from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.record import EfficientRecord
+from textbox.trainer.nodes import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
+from textbox.trainer.sharding import full_state_dict, resume_model_files, save_full_model
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
@@ -31,10 +33,15 @@ def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path,
     """save_pretrained model + tokenizer from the main process, atomically; of a model that carries an efficient
     method (``efficient``, its BuiltModel record) only what the method trains."""
     accelerator.wait_for_everyone()
+    state = full_state_dict(accelerator, model)  # FSDP/DeepSpeed: gathered from every process; else None
     if accelerator.is_main_process:
         with atomic_directory(path) as tmp:
-            save_model_files(accelerator.unwrap_model(model), tmp, efficient)
+            if state is not None:
+                save_full_model(accelerator, model, tmp, state)
+            else:
+                save_model_files(accelerator.unwrap_model(model), tmp, efficient)  # only what a method trains
             tokenizer.save_pretrained(tmp)
+    copy_to_other_disks(accelerator, path)  # machines that do not share the main process's disk get a copy
     accelerator.wait_for_everyone()
 
 
@@ -43,13 +50,13 @@ def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState
     then the same two-rename swap as atomic_directory, by the main process."""
     final = Path(run_dir) / LAST
     tmp = Path(run_dir) / f".{LAST}.tmp"
-    if accelerator.is_main_process:
+    if writes_checkpoints(accelerator):
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
+    if writes_checkpoints(accelerator):
         (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
         swap_in(tmp, final)
     accelerator.wait_for_everyone()
@@ -65,9 +72,9 @@ def find_resume_dir(run_dir: Path) -> Path | None:
 def resume_files(accelerator: Accelerator) -> list[str]:
     """What save_resume_state writes for the Trainer's one model, optimiser and schedule (registered for
     checkpointing), fp16's gradient scaler, and every process's random states."""
-    return [TRAIN_STATE_FILE, "model.safetensors", "optimizer.bin", "custom_checkpoint_0.pkl",
+    return [TRAIN_STATE_FILE, *resume_model_files(accelerator), "custom_checkpoint_0.pkl",
             *(["scaler.pt"] if accelerator.scaler is not None else []),
-            *(f"random_states_{index}.pkl" for index in range(accelerator.num_processes))]
+            *(f"random_states_{index}.pkl" for index in processes_on_this_disk(accelerator))]
 
 
 def check_resume_files(accelerator: Accelerator, path: Path) -> None:

@@ -21,8 +21,8 @@ from textbox.trainer import checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
 from textbox.trainer.loaders import accumulation_windows, train_loader
-from textbox.trainer.optim import build_optimizer, build_scheduler
 from textbox.trainer.records import ThroughputWindow, duration, record
+from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves
 
@@ -63,10 +63,9 @@ class Trainer:
         steps_per_epoch = math.ceil(len(loader) / config.accumulation_steps)
         total_steps = config.max_steps or config.epochs * steps_per_epoch
         epochs = math.ceil(total_steps / steps_per_epoch)
-        optimizer = build_optimizer(config, self.model)
-        self.model, optimizer = accelerator.prepare(self.model, optimizer)
+        # optimiser and schedule: ours, or the DeepSpeed engine's when its config defines them (trainer.sharding)
+        self.model, optimizer, scheduler = prepare_training(config, accelerator, self.model, total_steps)
         self._train_forward = self._compiled(self.model) if config.compile else self.model
-        scheduler = build_scheduler(config, optimizer, total_steps)
         accelerator.register_for_checkpointing(scheduler)
         self._resume_if_asked()
         self.logger.info(f"training: {len(train_data)} examples, {epochs} epoch(s), {steps_per_epoch} optimiser "
@@ -290,7 +289,7 @@ class Trainer:
         if self.config.max_save > 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
                                   self.run_dir / f"checkpoint-{self.state.step}", self.efficient)
-            if self.accelerator.is_main_process:
+            if checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own copies
                 checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
         self._save_resume_state()
         self.model.train()

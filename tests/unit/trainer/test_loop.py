@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from textbox.config import TextBoxError, TextBoxUserError
 from textbox.data.collate import Seq2SeqCollator
-from textbox.trainer import loop
+from textbox.trainer import loop, sharding
 from tests.unit.trainer.tiny import ScriptedValidation, metric_rows
 
 
@@ -139,7 +139,7 @@ def test_label_smoothing_changes_the_loss_as_cross_entropy_does(make_trainer, tr
 def gradient_norms_at_each_step(monkeypatch) -> list[float]:
     """Record the total gradient norm the optimiser sees at every step (after clipping)."""
     norms: list[float] = []
-    build = loop.build_optimizer
+    build = sharding.build_optimizer  # the Trainer's optimiser is built in trainer.sharding.prepare_training
 
     def build_and_watch(config, model):
         optimizer = build(config, model)
@@ -147,7 +147,7 @@ def gradient_norms_at_each_step(monkeypatch) -> list[float]:
             [p.grad.norm() for group in opt.param_groups for p in group["params"] if p.grad is not None])))))
         return optimizer
 
-    monkeypatch.setattr(loop, "build_optimizer", build_and_watch)
+    monkeypatch.setattr(sharding, "build_optimizer", build_and_watch)
     return norms
 
 

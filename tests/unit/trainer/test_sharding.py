@@ -1,0 +1,60 @@
+"""Sharded training paths that run without GPUs: the refusal on CPU, and checkpoint_best written from the gathered
+full state (accelerator.get_state_dict, as under FSDP/DeepSpeed) loading with from_pretrained."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BartConfig, BartForConditionalGeneration
+
+from textbox.config import TextBoxUserError
+from textbox.trainer import checkpoint, sharding
+
+
+def test_fsdp_or_deepspeed_on_cpu_is_refused_not_dropped():
+    with pytest.raises(TextBoxUserError, match=r"asks for FSDP .* no CUDA GPU is visible: accelerate runs sharded "
+                                               r"training on GPU processes only and would silently train plain DDP"):
+        sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true"})
+    with pytest.raises(TextBoxUserError, match="asks for DeepSpeed"):
+        sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_DEEPSPEED": "true"})
+    with pytest.raises(TextBoxUserError) as second:  # every process finds it; each machine's first prints it
+        sharding.refuse_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true", "LOCAL_RANK": "1"})
+    assert second.value.shown_elsewhere
+    sharding.refuse_on_cpu(cuda=True, environ={"ACCELERATE_USE_FSDP": "true"})
+    sharding.refuse_on_cpu(cuda=False, environ={})
+
+
+class _Tokenizer:
+    def save_pretrained(self, directory: Path) -> None:
+        (Path(directory) / "tokenizer_config.json").write_text("{}")
+
+
+def test_checkpoint_from_the_gathered_state_loads_with_from_pretrained(tmp_path, monkeypatch, fresh_accelerate_state):
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(cpu=True)
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1,
+                                                    encoder_attention_heads=2, decoder_attention_heads=2,
+                                                    encoder_ffn_dim=32, decoder_ffn_dim=32,
+                                                    max_position_embeddings=32))
+    prepared = accelerator.prepare(model)
+    gathered = []
+    monkeypatch.setattr(sharding, "is_sharded", lambda _: True)  # the FSDP/DeepSpeed branch of save_model
+    real = accelerator.get_state_dict
+    monkeypatch.setattr(accelerator, "get_state_dict", lambda m: gathered.append(m) or real(m))
+    checkpoint.save_model(accelerator, prepared, _Tokenizer(), tmp_path / "checkpoint_best")
+    assert gathered == [prepared]  # the state came from accelerate's gathering, not the module's own
+    loaded = BartForConditionalGeneration.from_pretrained(tmp_path / "checkpoint_best")
+    expected = model.state_dict()
+    for name, tensor in loaded.state_dict().items():
+        assert torch.equal(tensor, expected[name]), name
+    assert (tmp_path / "checkpoint_best" / "tokenizer_config.json").is_file()
+
+
+def test_resume_files_follow_the_distribution_type(fresh_accelerate_state):
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(cpu=True)
+    assert sharding.resume_model_files(accelerator) == ["model.safetensors", "optimizer.bin"]

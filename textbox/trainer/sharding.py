@@ -1,0 +1,111 @@
+"""Sharded training through accelerate (FSDP, DeepSpeed ZeRO): what changes for the Trainer.
+
+- Devices: accelerate turns FSDP and DeepSpeed on only for GPU processes; on CPU processes (`Accelerator(cpu=True)`,
+  DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP. refuse_on_cpu says so and
+  stops the run instead (accelerate 1.15 / torch 2.13: state.py enables FSDP only for MULTI_GPU-like types and
+  DeepSpeed only when not cpu).
+- Optimiser and schedule: the engine's own when the DeepSpeed config defines them (accelerate's DummyOptim and
+  DummyScheduler stand in until prepare), else ours; model, optimiser and (engine) schedule prepared together.
+- Checkpoints: the weights of a sharded model live on every process; accelerator.get_state_dict gathers the full
+  state (a collective; DeepSpeed ZeRO-3 needs stage3_gather_16bit_weights_on_model_save, configs/accelerate/
+  deepspeed_zero3.yaml sets it) and the main process writes it with save_pretrained, so checkpoint_best loads with
+  from_pretrained as after DDP.
+- Resume: accelerate's save_state/load_state write and read the engine's (or FSDP's) own files.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from textbox.config import Config, TextBoxUserError
+from textbox.config.launcher import uses_deepspeed, uses_fsdp
+from textbox.trainer.optim import build_optimizer, build_scheduler, parameter_groups, warmup_steps
+
+
+def refuse_on_cpu(cuda: bool, environ: Mapping[str, str] | None = None) -> None:
+    """FSDP or DeepSpeed asked of the launcher on a machine without CUDA: accelerate would train plain DDP."""
+    environ = os.environ if environ is None else environ
+    if cuda:
+        return
+    for asked, name in ((uses_fsdp(environ), "FSDP (--use_fsdp / distributed_type: FSDP)"),
+                        (uses_deepspeed(environ), "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)")):
+        if asked:
+            error = TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
+                                     f"sharded training on GPU processes only and would silently train plain DDP "
+                                     f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
+                                     f"ACCELERATE_USE_CPU=true) or on GPUs")
+            # every process finds it: the first process of each machine prints it
+            error.shown_elsewhere = environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+            raise error
+
+
+def is_sharded(accelerator: Any) -> bool:
+    from accelerate.utils import DistributedType
+
+    return accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED)
+
+
+def prepare_training(config: Config, accelerator: Any, model: torch.nn.Module,
+                     total_steps: int) -> tuple[Any, Any, Any]:
+    """Model, optimiser and learning-rate schedule, prepared by accelerate (the engine's own optimiser and schedule
+    under DeepSpeed when its config defines them)."""
+    engine = _deepspeed_settings(accelerator)
+    if engine is None:
+        optimizer = build_optimizer(config, model)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        return model, optimizer, build_scheduler(config, optimizer, total_steps)
+    from accelerate.utils import DummyOptim, DummyScheduler
+
+    _fill_auto(engine, "train_micro_batch_size_per_gpu", config.train_batch_size)  # no loader in this prepare
+    _fill_auto(engine, "gradient_clipping", config.grad_clip or 0.0)  # clipping is the engine's under DeepSpeed
+    if "optimizer" in engine:
+        optimizer = DummyOptim(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
+                               weight_decay=config.weight_decay)
+    else:
+        optimizer = build_optimizer(config, model)
+    if "scheduler" in engine:
+        scheduler = DummyScheduler(optimizer, total_num_steps=total_steps,
+                                   warmup_num_steps=warmup_steps(config, total_steps))
+        return accelerator.prepare(model, optimizer, scheduler)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    return model, optimizer, build_scheduler(config, optimizer, total_steps)
+
+
+def full_state_dict(accelerator: Any, model: Any) -> dict[str, Any] | None:
+    """Collective under FSDP/DeepSpeed: the whole model's state on the main process. None when the model is not
+    sharded (the unwrapped module saves itself)."""
+    if not is_sharded(accelerator):
+        return None
+    return accelerator.get_state_dict(model)
+
+
+def save_full_model(accelerator: Any, model: Any, directory: Path, state: dict[str, Any]) -> None:
+    """save_pretrained of the unwrapped model with the gathered ``state`` (main process only)."""
+    accelerator.unwrap_model(model).save_pretrained(Path(directory), state_dict=state)
+
+
+def resume_model_files(accelerator: Any) -> list[str]:
+    """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        return []  # the engine's own checkpoint directory; accelerate's load_state names what is missing
+    if accelerator.distributed_type == DistributedType.FSDP:
+        return ["pytorch_model_fsdp.bin", "optimizer.bin"]  # FULL_STATE_DICT, as configs/accelerate/fsdp.yaml
+    return ["model.safetensors", "optimizer.bin"]
+
+
+def _deepspeed_settings(accelerator: Any) -> dict[str, Any] | None:
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type != DistributedType.DEEPSPEED:
+        return None
+    return accelerator.state.deepspeed_plugin.deepspeed_config
+
+
+def _fill_auto(settings: dict[str, Any], key: str, value: Any) -> None:
+    if settings.get(key, "auto") == "auto":
+        settings[key] = value
