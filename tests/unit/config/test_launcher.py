@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from textbox.config.launcher import launcher_problems
-from textbox.config.loader import _where
+from textbox.utils.suggest import where as _where
 from textbox.config.schema import DEFAULTS
 
 ACCELERATE_CONFIGS = sorted((PROJECT_ROOT / "configs" / "accelerate").glob("*.yaml"))
