@@ -138,7 +138,7 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     kind, obstacle = convertible(model, settings)
     if obstacle is None:
         return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
-                                               f"{_model_type(model)} converts ({kind})", kind))
+                                               f"{_model_type(model)} converts ({kind}){_note(model, settings)}", kind))
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {obstacle}; use --decoding_backend=auto "
                                f"(falls back to transformers) or transformers")
@@ -179,6 +179,13 @@ def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
     if problems:
         return "", "; ".join(problems)
     return kind, None
+
+
+def _note(model: Any, settings: dict[str, Any]) -> str:
+    from textbox.decoding.ctranslate2_settings import effective_config, stopping_note
+
+    inner, _ = _plain_model(model)
+    return stopping_note(effective_config(inner.generation_config, settings))
 
 
 def _plain_model(model: Any) -> tuple[Any, str | None]:
