@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.data.split import Split
-from textbox.decoding.compiled import compilation_seconds
+from textbox.utils.compile_time import compilation_seconds
 from textbox.decoding.engine import DecodingOptions
 from textbox.evaluator.generate import generate_sequences, generate_texts, generation_settings
 from textbox.evaluator.metrics.perplexity import perplexity_of
@@ -67,10 +67,6 @@ class Trainer:
         self.best_dir = self.run_dir / checkpoint.BEST
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
         self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
-        if config.decode_compile:
-            from textbox.decoding.compiled import with_compiled_decoding
-
-            self.generation = with_compiled_decoding(self.generation, getattr(model, "generation_config", None))
         self.metric_details: dict[str, Any] = {}
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
