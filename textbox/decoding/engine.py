@@ -151,12 +151,17 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 
 
 # Validation by generation converts the just-trained weights at every validation: measured, it pays.
-# Conversion (content hash + TransformersConverter + atomic move), 2 cores shared with other work, float32:
-#   default model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters): 0.24 s (hash 0.12 s);
-#   d=512, 6+6 layers, 48M parameters: 1.8-3.5 s (hash 0.6 s).
-# Decoding time saved per example on the default model (benchmarks/decode_speed.py, see docs/speedups.md):
-#   greedy ~3.5 ms, beam 4 ~12 ms (issue 12's figures: 134 -> 251 and 56.5 -> 177.5 examples/s), so converting
-#   pays from ~70 validation examples (greedy) or ~20 (beam 4); a smaller validation set loses at most 0.24 s.
+# benchmarks/decode_speed.py times the conversion a validation pays (content hash + TransformersConverter + atomic
+# move into an empty cache, float32, median of 3) and the decoding time it saves per example against the
+# transformers backend on the same model (examples/s medians; 2 threads, machine shared with other work):
+#   benchmark model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters, multi30k, 320 examples, early_stopping=True):
+#     conversion 0.11 s; greedy 132 -> 411 examples/s, beam 4 65 -> 272: pays from 22 examples (greedy) or
+#     9 (beam 4);
+#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples, machine heavily loaded): conversion
+#     5.3 s; pays from 175 examples (greedy) or 50 (beam 4).
+# A validation set smaller than that loses at most the conversion time (0.1-5 s); larger ones gain several times
+# it, so every validation converts. The figures: docs/speedups.md and the JSON line of decode_speed.py
+# (conversion_seconds, *_break_even_examples).
 # Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_engine.converted_model).
 
 
