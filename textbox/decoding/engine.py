@@ -157,10 +157,12 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 #   benchmark model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters, multi30k, 320 examples, early_stopping=True):
 #     conversion 0.11 s; greedy 132 -> 411 examples/s, beam 4 65 -> 272: pays from 22 examples (greedy) or
 #     9 (beam 4);
-#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples, machine heavily loaded): conversion
-#     5.3 s; pays from 175 examples (greedy) or 50 (beam 4).
+#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples): conversion 0.49 s; beam 4 4.9 -> 7.3
+#     examples/s, pays from 7 examples; greedy 14.6 -> 13.4, no gain at float32 (GEMM-bound; int8 31.6). An
+#     earlier run under heavy load: conversion 5.3 s, paying from 50 (beam 4) and 175 (greedy) examples.
 # A validation set smaller than that loses at most the conversion time (0.1-5 s); larger ones gain several times
-# it, so every validation converts. The figures: docs/speedups.md and the JSON line of decode_speed.py
+# it at beam search and on the default-sized model, so every validation converts (a large model's greedy float32
+# validation about breaks even). The figures: docs/speedups.md and the JSON line of decode_speed.py
 # (conversion_seconds, *_break_even_examples).
 # Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_engine.converted_model).
 
