@@ -10,7 +10,8 @@ outputs that differ from the plain loop's and the BLEU of each. The CTranslate2 
 cached) happens in the warm-up and is reported apart. --write_doc puts the table into docs/speedups.md.
 
 With --large, the model is a d_model 512, 6+6 layers BART with random weights (the trained model's tokenizer)
-and every output forced to --large_tokens tokens, so that speed does not depend on what it says.
+whose end token gets a -1e4 logit bias, so that every output runs to --large_tokens tokens and speed does not
+depend on what it says (a minimum length would do the same greedily, but CTranslate2 cannot map it with beams).
 
 Without --model_path, the framework first trains its default transformer on the dataset for --train_steps
 steps (once, ~15 minutes on one core: the run is kept under .cache/benchmarks/ and reused).
@@ -21,6 +22,7 @@ steps (once, ~15 minutes on one core: the run is kept under .cache/benchmarks/ a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import tempfile
 import time
@@ -41,8 +43,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of greedy and beam runs, alternating")
-    parser.add_argument("--engines", default="transformers,ct2_float32,ct2_int8",
-                        help="decoders besides the plain loop: transformers, ct2_float32, ct2_int8 (comma-separated)")
+    parser.add_argument("--engines", default="transformers,transformers_unshared,transformers_compiled,ct2_float32,"
+                                               "ct2_int8",
+                        help="decoders besides the plain loop (comma-separated): transformers (the transformers "
+                             "backend), transformers_unshared (the same without cross-attention sharing), "
+                             "transformers_compiled (what the retired --decode_compile did: a static cache and a "
+                             "compiled forward, greedy only), ct2_float32, ct2_int8")
+    parser.add_argument("--early_stopping", choices=["unset", "true", "never"], default="unset",
+                        help="beam search's early_stopping (unset: transformers' default heuristic, which "
+                             "CTranslate2 replaces by early_stopping=True)")
     parser.add_argument("--large", action="store_true", help="a random d=512 6+6 layers BART, forced lengths")
     parser.add_argument("--large_tokens", type=int, default=24, help="tokens each output is forced to (--large)")
     parser.add_argument("--write_doc", action="store_true", help="write the decoding table into docs/speedups.md")
@@ -112,32 +121,86 @@ def large_model(like: Any) -> Any:
                                       "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048})
     model = BartForConditionalGeneration(config).eval()
     model.generation_config = copy.deepcopy(like.generation_config)
-    model.generation_config.forced_eos_token_id = None  # lengths are forced by min/max_new_tokens instead
+    model.generation_config.forced_eos_token_id = None  # every output runs to max_new_tokens instead
+    with torch.no_grad():
+        model.final_logits_bias[0, config.eos_token_id] = -1e4  # converted by CTranslate2 as the output bias
     return model
 
 
+def compiled_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """What the retired --decode_compile=True did: a static cache and a torch.compile'd forward, which generate
+    compiles by itself once allowed on every device (transformers' beam search never runs it)."""
+    from transformers.generation import CompileConfig
+
+    compile_config = CompileConfig(fullgraph=False)
+    compile_config._compile_all_devices = True  # generate only auto-compiles on accelerators otherwise
+    return {**settings, "cache_implementation": "static", "compile_config": compile_config}
+
+
+def conversion_seconds(model: Any, tokenizer: Any, repeats: int) -> float:
+    """Median seconds of what a validation pays before decoding on CTranslate2: the content hash and the float32
+    conversion into an empty cache (textbox.decoding.ctranslate2_engine.converted_model, latest_only=True)."""
+    from textbox.decoding.ctranslate2_engine import converted_model
+
+    seconds = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            start = time.perf_counter()
+            converted_model(model, tokenizer, cache, "float32", latest_only=True)
+            seconds.append(time.perf_counter() - start)
+    return median(seconds)
+
+
+@contextlib.contextmanager
+def _without_shared_cross_attention() -> Any:
+    """The transformers backend with cross-attention kept once per beam, as transformers keeps it."""
+    from textbox.evaluator import generate
+
+    shared = generate.shared_cross_attention
+    generate.shared_cross_attention = lambda model, num_beams: contextlib.nullcontext(dict)
+    try:
+        yield
+    finally:
+        generate.shared_cross_attention = shared
+
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "speedups.md"
-BEGIN, END = "<!-- decoding table: written by benchmarks/decode_speed.py -->", "<!-- end of decoding table -->"
 
 
 def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command: str) -> None:
-    """Replace (or append) the decoding table in docs/speedups.md."""
-    lines = [BEGIN, "", "## Decoding engines", "",
-             f"Written by `{command}` (medians of {figures['repeats']} alternating rounds, {figures['examples']} test "
-             f"examples, {figures['batch_size']} per batch, {figures['threads']} thread(s), on the project's shared "
-             f"2-core CPU machine). Outputs are compared with the plain `model.generate` loop's.", "",
+    """Replace (or add) this variant's decoding table in docs/speedups.md (one block per model and stopping rule,
+    so that the benchmark model's and the large model's runs each keep their own)."""
+    model = "large" if figures["large"] else "benchmark"
+    variant = f"{model} model, early_stopping {figures['early_stopping']}"
+    begin = f"<!-- decoding table ({variant}): written by benchmarks/decode_speed.py -->"
+    end = f"<!-- end of decoding table ({variant}) -->"
+    what = ("a d_model 512, 6+6 layers BART with random weights, every output running to "
+            f"{figures['max_new_tokens']} tokens" if figures["large"] else "the trained benchmark model")
+    stopping = {"unset": "early_stopping unset (the plain loop runs transformers' default heuristic, CTranslate2 stops "
+                         "as early_stopping=True does)",
+                "true": "early_stopping=True (both engines run the same search)",
+                "never": "early_stopping='never' (both engines run the same search)"}[figures["early_stopping"]]
+    warmups = ", ".join(f"{label} {seconds:.1f} s" for label, seconds in figures["warmup_seconds"].items())
+    lines = [begin, "", f"### Decoding engines: {variant}", "",
+             f"Written by `{command}`: {what}; beam search with {stopping}. Medians of {figures['repeats']} "
+             f"alternating rounds, {figures['examples']} test examples, {figures['batch_size']} per batch, "
+             f"{figures['threads']} thread(s), on the project's 2-core CPU machine while other developers' work shared "
+             f"it. Outputs are compared with the plain `model.generate` loop's. Warm-up (imports, CTranslate2's "
+             f"conversion, torch.compile's compilation for the compiled row), not in the rates: {warmups}.", "",
              "| engine | precision | beam | examples/s | vs plain loop | outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for run_name, beam in (("greedy", 1), ("beam", figures["num_beams"])):
         for label, engine, precision in rows:
             key = _key(label, run_name)
+            if key + "examples_per_s" not in figures:
+                continue  # not applicable (sharing without beams, compiled beam search)
             identical = "-" if label == "plain" else f"{figures['examples'] - figures[key + 'outputs_differing']}/" \
                                                        f"{figures['examples']}"
             ratio = "1.00x" if label == "plain" else f"{figures[key + 'ratio']:.2f}x"
             lines.append(f"| {engine} | {precision} | {beam} | {figures[key + 'examples_per_s']:.1f} | {ratio} | "
                          f"{identical} | {figures[key + 'bleu']:.2f} |")
-    lines += ["", END]
-    write_doc_block(DOC, BEGIN, END, "\n".join(lines))
+    lines += ["", end]
+    write_doc_block(DOC, begin, end, "\n".join(lines))
 
 
 def _key(label: str, run_name: str) -> str:
@@ -176,46 +239,62 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         evaluator = Evaluator(config, accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
 
-        def engine(backend: str, precision: str) -> Callable[[dict[str, Any]], list[str]]:
+        def engine(backend: str, precision: str, shared: bool = True,
+                   compiled: bool = False) -> Callable[[str, dict[str, Any]], list[str] | None]:
             options = DecodingOptions(backend, precision, str(CACHE_DIR), config.seed)
 
-            def decode(settings: dict[str, Any]) -> list[str]:
-                return generate_texts(accelerator, model, tokenizer, evaluator.loader(test), settings, "test",
-                                      options)
+            def decode(run_name: str, settings: dict[str, Any]) -> list[str] | None:
+                if compiled:  # greedy only (transformers' beam search is never compiled)
+                    if settings["num_beams"] > 1:
+                        return None
+                    settings = compiled_settings(settings)
+                if not shared and settings["num_beams"] == 1:
+                    return None  # nothing is shared without beams: the same as the transformers row
+                with contextlib.ExitStack() as stack:
+                    if not shared:
+                        stack.enter_context(_without_shared_cross_attention())
+                    return generate_texts(accelerator, model, tokenizer, evaluator.loader(test), settings, "test",
+                                          options)
             return decode
 
-        base = {"max_new_tokens": config.tgt_len}
-        if args.large:  # random weights: force every output to the same length
-            base = {"max_new_tokens": args.large_tokens, "min_new_tokens": args.large_tokens}
-        runs = {"greedy": {**base, "num_beams": 1}, "beam": {**base, "num_beams": args.num_beams}}
+        base = {"max_new_tokens": args.large_tokens if args.large else config.tgt_len}
+        stopping = {"unset": {}, "true": {"early_stopping": True}, "never": {"early_stopping": "never"}}
+        runs = {"greedy": {**base, "num_beams": 1},
+                "beam": {**base, "num_beams": args.num_beams, **stopping[args.early_stopping]}}
         if args.no_repeat_ngram_size:
             for settings in runs.values():
                 settings["no_repeat_ngram_size"] = args.no_repeat_ngram_size
         print(f"{len(inputs)} test examples of {args.data}, model {model_path}, {args.batch_size} examples per batch, "
               f"settings {runs}", flush=True)
-        engines = {"transformers": ("transformers", "auto"), "ct2_float32": ("ctranslate2", "float32"),
-                   "ct2_int8": ("ctranslate2", "int8")}
-        decoders: dict[str, Callable[[dict[str, Any]], list[str]]] = {
-            "plain": lambda settings: plain_loop(model, tokenizer, inputs, args.batch_size, settings)}
+        engines = {"transformers": ("transformers", "auto"),
+                   "transformers_unshared": ("transformers", "auto", False),
+                   "transformers_compiled": ("transformers", "auto", True, True),
+                   "ct2_float32": ("ctranslate2", "float32"), "ct2_int8": ("ctranslate2", "int8")}
+        decoders: dict[str, Callable[[str, dict[str, Any]], list[str] | None]] = {
+            "plain": lambda run_name, settings: plain_loop(model, tokenizer, inputs, args.batch_size, settings)}
         for label in args.engines.split(","):
             decoders[label] = engine(*engines[label])
         warmup_seconds = {}
-        for label, decode in decoders.items():  # warm-up: lazy imports, allocations, CTranslate2's conversion
-            _, warmup_seconds[label] = timed(lambda: decode({**runs["beam"], "max_new_tokens": 4,
-                                                              "min_new_tokens": 0}))
+        for label, decode in decoders.items():  # warm-up: lazy imports, allocations, CTranslate2's conversion,
+            # torch.compile's compilation (a whole greedy pass: it compiles for each new shape it meets)
+            warm = runs["greedy"] if label == "transformers_compiled" else {**runs["beam"], "max_new_tokens": 4}
+            _, warmup_seconds[label] = timed(lambda: decode("warm-up", warm))
         texts: dict[tuple[str, str], list[str]] = {}
-        rates: dict[tuple[str, str], list[float]] = {(d, r): [] for d in decoders for r in runs}
+        rates: dict[tuple[str, str], list[float]] = {}
         for repeat in range(args.repeats):
             for run_name, settings in runs.items():
                 for decoder_name, decode in decoders.items():
-                    texts[decoder_name, run_name], seconds = timed(lambda: decode(settings))
-                    rates[decoder_name, run_name].append(len(inputs) / seconds)
+                    found, seconds = timed(lambda: decode(run_name, dict(settings)))
+                    if found is not None:
+                        texts[decoder_name, run_name] = found
+                        rates.setdefault((decoder_name, run_name), []).append(len(inputs) / seconds)
             print(f"round {repeat + 1}: " + ", ".join(f"{d} {r} {rates[d, r][-1]:.1f} examples/s" for d, r in rates),
                   flush=True)
 
     figures: dict[str, Any] = {"examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
                                "no_repeat_ngram_size": args.no_repeat_ngram_size, "repeats": args.repeats,
-                               "threads": threads, "large": args.large,
+                               "threads": threads, "large": args.large, "early_stopping": args.early_stopping,
+                               "max_new_tokens": base["max_new_tokens"],
                                "warmup_seconds": {label: round(value, 2) for label, value in warmup_seconds.items()}}
     for run_name in runs:
         plain_rate = median(rates["plain", run_name])
@@ -223,7 +302,7 @@ def main() -> None:
         figures[_key("plain", run_name) + "bleu"] = round(
             sacrebleu.corpus_bleu(texts["plain", run_name], [references]).score, 2)
         for label in decoders:
-            if label == "plain":
+            if label == "plain" or (label, run_name) not in rates:
                 continue
             key = _key(label, run_name)
             rate = median(rates[label, run_name])
@@ -234,11 +313,21 @@ def main() -> None:
             figures[key + "bleu"] = round(sacrebleu.corpus_bleu(texts[label, run_name], [references]).score, 2)
     if "transformers" in decoders:
         figures["greedy_identical"] = figures["greedy_outputs_differing"] == 0
+        if "ct2_float32" in decoders:  # validation by generation converts the weights anew each time: does it pay?
+            figures["conversion_seconds"] = round(conversion_seconds(model, tokenizer, args.repeats), 3)
+            for run_name in runs:
+                saved = 1 / figures[_key("transformers", run_name) + "examples_per_s"] - \
+                    1 / figures[_key("ct2_float32", run_name) + "examples_per_s"]
+                figures[_key("ct2_float32", run_name) + "break_even_examples"] = \
+                    round(figures["conversion_seconds"] / saved, 1) if saved > 0 else None
     figures["ngram_blocking_ms_per_step"] = round(
         ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
     if args.write_doc:
         labels = {"plain": ("plain `model.generate` loop", "float32"),
                   "transformers": ("this framework, transformers backend", "float32"),
+                  "transformers_unshared": ("transformers backend without cross-attention sharing", "float32"),
+                  "transformers_compiled": ("transformers backend, compiled (the retired `--decode_compile`)",
+                                            "float32"),
                   "ct2_float32": ("this framework, CTranslate2", "float32"),
                   "ct2_int8": ("this framework, CTranslate2", "int8")}
         import sys

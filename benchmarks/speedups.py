@@ -131,9 +131,8 @@ def markdown(args: argparse.Namespace, table: list[tuple[str, dict[str, Any], in
         "every batch length); the (compiling) column is the part of the train time torch.compile spent, as "
         "results.json's compile_seconds reports it. Inductor's on-disk cache spares later runs the kernel builds "
         "(the first run on a machine compiles for longer), but tracing is paid every run: on a run this short, "
-        "compiling costs more than it saves. Compiled decoding (`--decode_compile=True`, greedy and sampling only) "
-        "is not in the table: its compilation (~11 s for the default model) pays only on large test sets (see "
-        "textbox/decoding/compiled.py).",
+        "compiling costs more than it saves. Compiled decoding (the retired `--decode_compile`) is measured in the "
+        "decoding tables below (benchmarks/decode_speed.py).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -211,8 +211,8 @@ _key("train", "compile", "bool", False,
      "torch.compile the training forward (dynamic shapes: one compilation for all batch lengths); the compile "
      "time is logged and written to results.json apart (compile_seconds).")
 _key("eval", "decode_compile", "bool", False,
-     "Greedy/sampling decoding with a static cache and a torch.compile'd forward: compiles once (seconds to "
-     "tens of seconds), then decodes faster; for large test sets. Not for beam search. Compile time is logged.")
+     "Retired (only False is accepted, so that earlier runs' config.yaml still load): compiled greedy decoding "
+     "paid only after ~41,000 examples (minutes of compiling); CTranslate2 (--decoding_backend) decodes faster.")
 _key("eval", "eval_max_tokens", "int|None", None,
      "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
      "evaluation batches are length-sorted either way and outputs keep the dataset order.")

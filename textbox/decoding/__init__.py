@@ -11,7 +11,11 @@ Length-sorted, token-budget batches with outputs back in dataset order come from
 textbox.evaluator.generate; bf16 inference is ``--mixed_precision=bf16`` (generate runs under the accelerator's
 autocast). Every piece leaves the outputs unchanged: the tests compare them token for token with transformers'.
 
-Optional (``--decode_compile=True``, compiled.py): a static cache with a compiled forward for greedy and sampling
-decoding (transformers' beam search never runs a compiled forward). Outputs are unchanged; on this CPU greedy
-decoding ran 1.15x faster after an 11 s compilation, so it pays only on large test sets and is off by default.
+Compiled decoding (``--decode_compile``, a static cache with a compiled forward) was retired once CTranslate2
+became the default engine: measured by benchmarks/decode_speed.py (docs/speedups.md: 320 examples, greedy), it
+made transformers' decoding 1.7x faster after 343 s of compiling (paying only after ~41,000 examples), where
+CTranslate2 decodes 3.0x faster without compiling. Cross-attention sharing stays, on the evidence of the
+benchmark model (beam 4, 320 examples: 23.4 against 20.8 examples/s without it, 1.12x, outputs identical), though
+on the shared machine its per-round ratios spread from 0.94x to 1.36x and on the d=512 6+6 model the medians were
+1.12x in one run and 0.89x in another (docs/speedups.md): worth re-measuring on a quiet machine.
 """

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from textbox.config import TextBoxUserError
-from textbox.decoding.ctranslate2_settings import ctranslate2_arguments, effective_config, rerank_cut_hypotheses
+from textbox.decoding.ctranslate2_settings import ctranslate2_call, effective_config, rerank_cut_hypotheses
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 from textbox.utils.logging import get_logger
@@ -193,18 +193,25 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     seed = options.seed + accelerator.process_index if effective.do_sample else None
     engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed, validation=description == "valid")
     encoder_decoder = choice.kind == "translator"
-    arguments, per_example = ctranslate2_arguments(effective, choice.kind, encoder_decoder)
+    call = ctranslate2_call(effective, choice.kind, encoder_decoder)
+    arguments, per_example = call.arguments, call.per_example
     end = effective.eos_token_id
     arguments["end_token"] = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
     prefix = ([tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id)]
               if encoder_decoder and effective.forced_bos_token_id is not None else None)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
+    def decode(sources: list[list[str]], **overrides: Any) -> list[Any]:
+        if encoder_decoder:
+            return engine.translate_batch(sources, target_prefix=[prefix] * len(sources) if prefix else None,
+                                          **{**arguments, **overrides})
+        return engine.generate_batch(sources, **{**arguments, **overrides})
+
     def pick(result: Any) -> list[list[str]]:
-        found = list(getattr(result, "hypotheses", None) or result.sequences)
-        if arguments.get("return_scores"):
+        found = _hypotheses(result)
+        if call.rerank_cut:
             found = rerank_cut_hypotheses(found, list(result.scores), arguments["end_token"][0],
-                                          arguments["length_penalty"], per_example)
+                                          arguments["length_penalty"], per_example, call.stops_when_ended)
         if len(found) != per_example:
             raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected {per_example}")
         return found
@@ -217,17 +224,34 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
                 ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
             sources = [tokenizer.convert_ids_to_tokens(row[row_mask.bool()].tolist())
                        for row, row_mask in zip(ids.cpu(), mask.cpu())]
-            if encoder_decoder:
-                results = engine.translate_batch(sources, target_prefix=[prefix] * len(sources) if prefix else None,
-                                                 **arguments)
-            else:
-                results = engine.generate_batch(sources, **arguments)
+            results = list(decode(sources))
+            if call.stops_when_ended is not None:
+                _complete_cut_searches(results, sources, decode, arguments["end_token"][0], call.stops_when_ended)
             rows = [tokenizer.convert_tokens_to_ids(hypothesis)
                     for result in results for hypothesis in pick(result)]
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
             detokenizer.submit(*accelerator.gather((out, batch["index"])))  # k consecutive rows per example
         return detokenizer.sequences(len(loader.dataset))
+
+
+def _complete_cut_searches(results: list[Any], sources: list[list[str]], decode: Any, end_token: str,
+                           beams: int) -> None:
+    """Under early_stopping=True with a forced end token, a search that reached the length bound returns only its
+    ``beams`` best hypotheses (CTranslate2 allows no more at patience 1), which may hide how many had ended: the
+    examples concerned are decoded again with patience 2, whose search is the same up to the bound (fewer than
+    ``beams`` had ended before it) and which returns every hypothesis (fewer than 2 x beams)."""
+    cut = [number for number, result in enumerate(results)
+           if any(not hypothesis or hypothesis[-1] != end_token for hypothesis in _hypotheses(result))]
+    if cut:
+        again = decode([sources[number] for number in cut], patience=2.0, num_hypotheses=2 * beams)
+        for number, result in zip(cut, again):
+            results[number] = result
+
+
+def _hypotheses(result: Any) -> list[list[str]]:
+    """A TranslationResult's hypotheses or a GenerationResult's sequences."""
+    return list(getattr(result, "hypotheses", None) or result.sequences)
 
 
 def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:

@@ -10,18 +10,49 @@ How lengths are counted (measured against transformers 5 on BART):
 - ``forced_eos_token_id`` (BART's convention) makes the last allowed step the end token; CTranslate2 has no
   forcing, so the bound is one less and a hypothesis cut there is the same tokens without the end token.
   Beam search then ranks a hypothesis cut there by its length with the end token, as transformers does
-  (``rerank_cut_hypotheses``): without that, 9% of a tiny model's beam-4 outputs differed, with it 1.5%.
-- ``min_new_tokens`` = CTranslate2's ``min_decoding_length``, at least 1 when lengths are normalised: its 1 already
-  allows an immediate end token and its 0 then ranks that hypothesis differently (it matched only with
-  length_penalty=0); ``min_length`` counts the decoder start token.
-- ``length_penalty`` up to 1 matches; above 1 transformers' default stopping keeps searching longer than
-  CTranslate2's, so beam search with it is left to transformers.
-What remains different, measured on the benchmark model (benchmarks/decode_speed.py, multi30k, 320 examples,
-beam 4): 5 outputs of 320. They are not ties: transformers' default stopping (early_stopping=False) keeps
-searching while a running beam could still win and finds a longer hypothesis that scores 0.009-0.13 better
-(length-normalised log-probability, rescored with the model); CTranslate2 stops once its best beam has ended.
-Its ``patience=2`` or 4 does not close the gap (it then finds other, better-scoring hypotheses transformers does
-not), so the default is kept. Greedy decoding: 320/320 identical.
+  (``rerank_cut_hypotheses``).
+- Beam search keeps the end token in the hypotheses (``return_end_token``): transformers normalises a score by
+  the length with the end token, CTranslate2 by the length of what it returns.
+- ``min_new_tokens`` = CTranslate2's ``min_decoding_length``; 0 allows an immediate end token as transformers
+  does (CTranslate2's 1 forbids it). ``min_length`` counts the decoder start token. A minimum length with beams
+  is not mapped: CTranslate2 bans the end token before its log-softmax (the other tokens' scores are
+  renormalised), transformers after, so the beams rank differently (tiny BART, min_new_tokens=5: 112/120
+  identical). Greedy decoding and sampling take the same tokens either way.
+
+When beam search stops (``early_stopping``), read in both sources (transformers' ``_beam_search``, CTranslate2's
+``BeamSearch::search``): both keep the same beams at every step (the best num_beams of 2 x num_beams candidates
+that do not end; a candidate among the best num_beams that ends is a finished hypothesis), so the searches
+differ only in when they stop.
+- CTranslate2 stops once ``round(beam_size * patience)`` hypotheses have ended, or (length_penalty 0 only) once
+  its best beam has ended.
+- ``early_stopping=True``: stop once num_beams hypotheses have ended = CTranslate2's patience 1. Under a forced
+  end token a search that stopped there never reaches the forced step, so the hypotheses cut at the bound are
+  then no candidates (``_complete_cut_searches`` in ctranslate2_engine.py counts them).
+- ``early_stopping='never'``: stop once no running beam can beat the worst of the num_beams best finished,
+  counting the longest length it could reach: an exact bound, so it finds what running to the length bound
+  finds = CTranslate2 with patience = the length bound (it never stops early).
+- ``early_stopping=False`` (transformers' default; ``None`` in transformers 5 means the same): the same bound
+  computed at the current length. With length_penalty <= 0 that bound is exact ('never' again); with a positive
+  penalty it is a heuristic that stops somewhere between True and 'never' and that CTranslate2 has no equal for:
+  it needs the best running beam's score at every step, which CTranslate2 does not return.
+Decision for that default: when the user leaves ``early_stopping`` unset, CTranslate2 runs the early_stopping=True
+search and the engine's log line says so (``stopping_note``); an explicit ``early_stopping=False`` falls back to
+transformers (auto) or is refused (ctranslate2). Why: the default is what nearly every beam search uses, and
+falling back for it would give up the 5x of CTranslate2 for a heuristic nobody chose; True is the cheapest exact
+stopping rule both engines share (measured below: neither True nor 'never' reproduces the heuristic, and 'never'
+is 2.3x slower), and a user who needs one search on both engines sets early_stopping=True or 'never' (identical
+outputs, tested).
+Measured on tiny BART (tests/unit/decoding/test_ctranslate2.py, 120 examples, max_new_tokens=10, forced end
+token): True and 'never' 120/120 identical at length_penalty 2.0, 1.0, 0.5 and -0.5; unset (CTranslate2 = True)
+107/120 against transformers' heuristic at 1.0. On the benchmark model (multi30k, 320 examples, beam 4, max 64
+new tokens, float32): CTranslate2 = transformers 320/320 with early_stopping=True and 320/320 with 'never';
+transformers' heuristic against True 301/320 (BLEU 20.76 / 20.65), against 'never' 315/320 (BLEU 20.64). 'never'
+decodes to the length bound: CTranslate2 ran 2.3x slower with it than with True (12.4 / 28.5 examples/s, machine
+loaded). So the unset default runs True, the fast one; its differences from transformers' default are not ties
+but the heuristic's own stop. Before this mapping (patience 1, min_decoding_length 1, the end token not counted,
+every cut hypothesis a candidate) the same comparison gave 315/320, a search that matched neither rule (probably
+closer to the heuristic because min_decoding_length 1 hid the immediate end token that True counts as one of its
+num_beams finished hypotheses; not verified further).
 Not mapped, because measured not to decode alike (tiny BART, 200 examples): ``repetition_penalty`` (transformers
 also penalises the decoder start token, BART's end token, so its outputs run longer: 95/200 identical) and
 ``no_repeat_ngram_size`` with beams (CTranslate2 bans before normalising the scores, transformers after: 155-170/200
@@ -30,6 +61,7 @@ Nothing heavy is imported at module level: config validation calls ``unsupported
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 # Settings that change nothing in the output or are handled below.
@@ -63,19 +95,13 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
         problems.append(f"no_repeat_ngram_size={merged['no_repeat_ngram_size']} with num_beams={beams}: CTranslate2 "
                         f"bans n-grams before normalising the scores, transformers after, so beams rank differently "
                         f"(greedy decoding maps)")
-    penalty = merged.get("length_penalty")
-    if penalty is not None and penalty > 1.0 and beams > 1 and not merged.get("do_sample"):
-        problems.append(f"length_penalty={penalty} with num_beams={beams}: transformers keeps searching for longer "
-                        f"hypotheses than CTranslate2 does when the penalty exceeds 1 (measured: 104/120 outputs "
-                        f"identical at 2.0; 117/120 at 1.0)")
     if merged.get("no_repeat_ngram_size") == 1:
         problems.append("no_repeat_ngram_size=1: transformers counts the decoder start token (BART's end token) "
                         "as generated and never ends, CTranslate2 does not")
     if merged.get("do_sample") and beams > 1:
         problems.append(f"do_sample=True with num_beams={beams} (beam sampling) has no CTranslate2 equal")
-    if merged.get("early_stopping") not in (None, False):
-        problems.append(f"early_stopping={merged['early_stopping']!r}: CTranslate2's beam search stops as "
-                        f"transformers' default (early_stopping=False) does")
+    if beams > 1 and not merged.get("do_sample"):
+        problems.extend(_beam_search_problems(merged, settings, beams))
     eos, forced_eos = merged.get("eos_token_id"), merged.get("forced_eos_token_id")
     if forced_eos is not None and eos is not None and forced_eos not in _as_list(eos):
         problems.append(f"forced_eos_token_id={forced_eos} is not the end token {eos}")
@@ -84,6 +110,49 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
         problems.append(f"decoder_start_token_id={start} differs from the model config's {decoder_start}, which "
                         f"the converted model starts with")
     return problems
+
+
+def _beam_search_problems(merged: dict[str, Any], settings: dict[str, Any], beams: int) -> list[str]:
+    """Beam-search settings whose search CTranslate2 cannot reproduce (see the module docstring)."""
+    problems = []
+    penalty = merged.get("length_penalty")
+    penalty = 1.0 if penalty is None else penalty
+    stopping = merged.get("early_stopping")
+    if (merged.get("min_new_tokens") or 0) > 0 or (merged.get("min_length") or 0) > 1:
+        problems.append(f"a minimum length with num_beams={beams}: CTranslate2 bans the end token before "
+                        f"normalising the scores, transformers after, so beams rank differently (greedy decoding "
+                        f"and sampling map)")
+    if penalty == 0 and stopping is True:
+        problems.append("early_stopping=True with length_penalty=0: CTranslate2 then stops once its best beam has "
+                        "ended, not once num_beams hypotheses have ended")
+    if penalty == 0 and (merged.get("num_return_sequences") or 1) > 1:
+        problems.append(f"num_return_sequences={merged['num_return_sequences']} with length_penalty=0: CTranslate2 "
+                        f"stops once its best beam has ended, which settles the best hypothesis but not the next ones")
+    if penalty > 0 and settings.get("early_stopping") is False:
+        problems.append(f"early_stopping=False with length_penalty={penalty}: transformers' heuristic stop (the best "
+                        f"running beam scored at its current length) has no CTranslate2 equal; early_stopping=True "
+                        f"and 'never' decode alike on both engines")
+    return problems
+
+
+def stopping_note(effective: Any) -> str:
+    """What a user who left early_stopping unset should know when CTranslate2 runs the beam search ('' if
+    nothing): it stops as early_stopping=True does."""
+    beams = effective.num_beams or 1
+    penalty = 1.0 if effective.length_penalty is None else effective.length_penalty
+    if beams > 1 and not effective.do_sample and effective.early_stopping in (None, False) and penalty > 0:
+        return ("; beam search stops once num_beams hypotheses have ended (early_stopping=True): transformers' "
+                "default heuristic has no CTranslate2 equal (set early_stopping=True or 'never' for the same search "
+                "on both engines, or --decoding_backend=transformers for transformers' default)")
+    return ""
+
+
+def searches_exhaustively(effective: Any) -> bool:
+    """Whether generate's beam search runs until no running beam can win (early_stopping='never', or False/unset
+    (None in transformers 5) with length_penalty <= 0, whose heuristic bound is then exact) rather than until
+    num_beams hypotheses ended."""
+    penalty = 1.0 if effective.length_penalty is None else effective.length_penalty
+    return effective.early_stopping == "never" or (effective.early_stopping in (None, False) and penalty <= 0)
 
 
 def effective_config(generation_config: Any, settings: dict[str, Any]) -> Any:
@@ -99,8 +168,18 @@ def _as_list(value: Any) -> list[int]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def ctranslate2_arguments(effective: Any, kind: str, encoder_decoder: bool) -> tuple[dict[str, Any], int]:
-    """(keyword arguments of translate_batch / generate_batch, hypotheses per example) for ``effective``."""
+@dataclass(frozen=True)
+class Ctranslate2Call:
+    """What one translate_batch / generate_batch call needs for a generation config."""
+
+    arguments: dict[str, Any]  # keyword arguments of translate_batch / generate_batch
+    per_example: int  # hypotheses kept per example (num_return_sequences)
+    rerank_cut: bool  # rank hypotheses cut at the length bound as transformers does under forced_eos_token_id
+    stops_when_ended: int | None = None  # early_stopping=True: the search ends once this many hypotheses ended
+
+
+def ctranslate2_call(effective: Any, kind: str, encoder_decoder: bool) -> Ctranslate2Call:
+    """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring)."""
     sampling = bool(effective.do_sample)
     beams = 1 if sampling else (effective.num_beams or 1)
     if effective.max_new_tokens is not None:
@@ -109,40 +188,54 @@ def ctranslate2_arguments(effective: Any, kind: str, encoder_decoder: bool) -> t
         max_new = effective.max_length - (1 if encoder_decoder else 0)  # decoder-only: see generator_lengths
     if effective.forced_eos_token_id is not None:
         max_new -= 1  # the last step could only be the forced end token
+    max_new = max(1, max_new)
     if effective.min_new_tokens is not None:
         min_new = effective.min_new_tokens
     else:
         min_new = max(0, (effective.min_length or 0) - (1 if encoder_decoder else 0))
-    if kind == "translator" and effective.length_penalty != 0:  # see the module docstring
-        min_new = max(1, min_new)
     hypotheses = effective.num_return_sequences or 1
+    penalty = float(effective.length_penalty if effective.length_penalty is not None else 1.0)
     arguments: dict[str, Any] = {
         "beam_size": beams,
         "num_hypotheses": hypotheses,
-        "length_penalty": float(effective.length_penalty if effective.length_penalty is not None else 1.0),
+        "length_penalty": penalty,
         "repetition_penalty": float(effective.repetition_penalty or 1.0),
         "no_repeat_ngram_size": int(effective.no_repeat_ngram_size or 0),
     }
-    if effective.forced_eos_token_id is not None and beams > 1:  # see rerank_cut_hypotheses
-        arguments.update(num_hypotheses=beams, return_scores=True, return_end_token=True)
+    rerank_cut = False
+    if beams > 1:
+        # Hypotheses keep their end token, so that lengths (and length-normalised scores) count it as
+        # transformers' do; patience sets when the search stops (see the module docstring).
+        patience = max_new if searches_exhaustively(effective) else 1
+        arguments.update(patience=float(patience), return_end_token=True, return_scores=True)
+        if effective.forced_eos_token_id is not None and penalty != 0:  # see rerank_cut_hypotheses
+            rerank_cut = True
+            arguments["num_hypotheses"] = beams * patience
     if sampling:
         arguments.update(sampling_topk=int(effective.top_k or 0), sampling_topp=float(effective.top_p or 1.0),
                          sampling_temperature=float(effective.temperature or 1.0))
     if kind == "translator":
-        arguments.update(max_decoding_length=max(1, max_new), min_decoding_length=min_new)
+        arguments.update(max_decoding_length=max_new, min_decoding_length=min(min_new, max_new))
     else:
-        arguments.update(max_length=max(1, max_new), min_length=min_new, include_prompt_in_result=False)
-    return arguments, hypotheses
+        arguments.update(max_length=max_new, min_length=min(min_new, max_new), include_prompt_in_result=False)
+    return Ctranslate2Call(arguments, hypotheses, rerank_cut,
+                           beams if rerank_cut and not searches_exhaustively(effective) else None)
 
 
 def rerank_cut_hypotheses(tokens: list[list[str]], scores: list[float], end_token: str, length_penalty: float,
-                          count: int) -> list[list[str]]:
+                          count: int, stops_when_ended: int | None) -> list[list[str]]:
     """The ``count`` best of a beam's hypotheses as transformers ranks them under forced_eos_token_id: one cut at
     the length bound without an end token counts one token more (the end token transformers forces there), so
-    its score ``s = raw / length**penalty`` becomes ``raw / (length + 1)**penalty``."""
+    its score ``s = raw / length**penalty`` becomes ``raw / (length + 1)**penalty``. A search that stops once
+    ``stops_when_ended`` hypotheses have ended (early_stopping=True) never reaches that forced step when they
+    had ended by the bound: the cut ones are then not candidates."""
+    ended = sum(1 for hypothesis in tokens if hypothesis and hypothesis[-1] == end_token)
+    keep_cut = stops_when_ended is None or ended < stops_when_ended
     ranked = []
     for hypothesis, score in zip(tokens, scores):
         if not hypothesis or hypothesis[-1] != end_token:
+            if not keep_cut:
+                continue
             score = score * (len(hypothesis) / (len(hypothesis) + 1)) ** length_penalty if hypothesis else score
             hypothesis = [*hypothesis, end_token]
         ranked.append((score, hypothesis))

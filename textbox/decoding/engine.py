@@ -80,6 +80,11 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
         problems.append(f"{where('decoding_precision')}={precision} sets CTranslate2's precision, but "
                         f"--decoding_backend=transformers never uses it; drop it (transformers decodes in "
                         f"--mixed_precision) or use --decoding_backend=auto or ctranslate2")
+    if values["decode_compile"]:
+        problems.append(f"{where('decode_compile')}=True: compiled decoding was retired (benchmarks/decode_speed.py, "
+                        f"docs/speedups.md: greedy decoding of the benchmark model 1.7x faster than eager "
+                        f"transformers after 343 s of compiling, so it paid only after ~41,000 examples, while "
+                        f"CTranslate2, the default engine, decodes 3.0x faster without compiling); drop it")
     if backend == "ctranslate2":
         problems.extend(f"{where('decoding_backend')}=ctranslate2: {why}" for why in _static_refusals(values))
     return problems
@@ -99,8 +104,6 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
     if any(method in _PROMPT_METHODS for method in methods):
         why.append(f"--efficient_methods={methods}: virtual prompt tokens cannot be merged into the weights "
                    f"CTranslate2 runs (LoRA and IA3 can); use --decoding_backend=auto or transformers")
-    if values["decode_compile"]:
-        why.append("--decode_compile=True compiles transformers' decoding; drop one of the two")
     model_type = _local_model_type(values["model_path"])
     if model_type is not None and model_type not in (*TRANSLATOR_TYPES, *GENERATOR_TYPES) and \
             not unconvertible:
@@ -146,7 +149,7 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     kind, obstacle = convertible(model, settings)
     if obstacle is None:
         return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
-                                               f"{_model_type(model)} converts ({kind})", kind))
+                                               f"{_model_type(model)} converts ({kind}){_note(model, settings)}", kind))
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {obstacle}; use --decoding_backend=auto "
                                f"(falls back to transformers) or transformers")
@@ -156,12 +159,19 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 
 
 # Validation by generation converts the just-trained weights at every validation: measured, it pays.
-# Conversion (content hash + TransformersConverter + atomic move), 2 cores shared with other work, float32:
-#   default model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters): 0.24 s (hash 0.12 s);
-#   d=512, 6+6 layers, 48M parameters: 1.8-3.5 s (hash 0.6 s).
-# Decoding time saved per example on the default model (benchmarks/decode_speed.py, see docs/speedups.md):
-#   greedy ~3.5 ms, beam 4 ~12 ms (issue 12's figures: 134 -> 251 and 56.5 -> 177.5 examples/s), so converting
-#   pays from ~70 validation examples (greedy) or ~20 (beam 4); a smaller validation set loses at most 0.24 s.
+# benchmarks/decode_speed.py times the conversion a validation pays (content hash + TransformersConverter + atomic
+# move into an empty cache, float32, median of 3) and the decoding time it saves per example against the
+# transformers backend on the same model (examples/s medians; 2 threads, machine shared with other work):
+#   benchmark model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters, multi30k, 320 examples, early_stopping=True):
+#     conversion 0.11 s; greedy 132 -> 411 examples/s, beam 4 65 -> 272: pays from 22 examples (greedy) or
+#     9 (beam 4);
+#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples): conversion 0.49 s; beam 4 4.9 -> 7.3
+#     examples/s, pays from 7 examples; greedy 14.6 -> 13.4, no gain at float32 (GEMM-bound; int8 31.6). An
+#     earlier run under heavy load: conversion 5.3 s, paying from 50 (beam 4) and 175 (greedy) examples.
+# A validation set smaller than that loses at most the conversion time (0.1-5 s); larger ones gain several times
+# it at beam search and on the default-sized model, so every validation converts (a large model's greedy float32
+# validation about breaks even). The figures: docs/speedups.md and the JSON line of decode_speed.py
+# (conversion_seconds, *_break_even_examples).
 # Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_engine.converted_model).
 
 
@@ -187,6 +197,13 @@ def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
     if problems:
         return "", "; ".join(problems)
     return kind, None
+
+
+def _note(model: Any, settings: dict[str, Any]) -> str:
+    from textbox.decoding.ctranslate2_settings import effective_config, stopping_note
+
+    inner, _ = _plain_model(model)
+    return stopping_note(effective_config(inner.generation_config, settings))
 
 
 def _plain_model(model: Any) -> tuple[Any, str | None]:

@@ -23,21 +23,15 @@ from textbox.model.loss import forward_token_losses
 
 
 class Evaluator:
-    """``generation_config``: the built model's, read only by --decode_compile (its num_beams decides whether
-    decoding can compile; a refusal comes here, before training)."""
+    """Loss, generation and scores of the splits it is given, with the run's generation settings and engine."""
 
-    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: Any, collator: Any,
-                 generation_config: Any = None):
+    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: Any, collator: Any):
         self.config = config
         self.accelerator = accelerator
         self.tokenizer = tokenizer
         self.collator = collator
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
         self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
-        if config.decode_compile:
-            from textbox.decoding.compiled import with_compiled_decoding
-
-            self.generation = with_compiled_decoding(self.generation, generation_config)
 
     # --- batches ------------------------------------------------------------------------------
     def loader(self, data: Any) -> DataLoader:

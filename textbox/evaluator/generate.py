@@ -1,9 +1,8 @@
 """Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order.
 
 The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search,
-n-gram blocking without full-vocabulary copies, detokenisation overlapping generation, and optionally a static
-cache with a compiled forward. Batches come length-sorted from Evaluator.loader, each example with its
-dataset ``index``.
+n-gram blocking without full-vocabulary copies, detokenisation overlapping generation. Batches come
+length-sorted from Evaluator.loader, each example with its dataset ``index``.
 
 With ``num_return_sequences=k`` generate returns k rows per example, best first; ``generate_sequences`` keeps all
 k with their example, ``generate_texts`` the first (the one the metrics score and generation.txt holds), and
@@ -23,14 +22,12 @@ from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from textbox.decoding.compiled import compilation_seconds, is_compiled_decoding
 from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 from textbox.model.loss import is_decoder_only
 from textbox.utils.atomic import write_text_atomic
-from textbox.utils.logging import get_logger
 
 
 def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict[str, Any]:
@@ -71,10 +68,8 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
     if settings.get("stop_strings") is not None:
         settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
     decoder_only = is_decoder_only(unwrapped)
-    # Nothing to share without cross-attention; a static (compiled) cache is not combined with sharing.
-    shares = not decoder_only and not is_compiled_decoding(settings)
-    sharing = shared_cross_attention(unwrapped, num_beams) if shares else contextlib.nullcontext(dict)
-    compiling_before = compilation_seconds() if is_compiled_decoding(settings) else 0.0
+    # Nothing to share without cross-attention.
+    sharing = shared_cross_attention(unwrapped, num_beams) if not decoder_only else contextlib.nullcontext(dict)
     with BackgroundDetokenizer(tokenizer) as detokenizer, sharing as extra:
         for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
             if decoder_only:
@@ -88,9 +83,6 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
             ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
             detokenizer.submit(*accelerator.gather((ids, batch["index"])))
         sequences = detokenizer.sequences(len(loader.dataset))
-    if is_compiled_decoding(settings):
-        get_logger().info(f"decode_compile: {compilation_seconds() - compiling_before:.1f} s compiling during "
-                          f"{description} generation")
     unwrapped.train(was_training)
     return sequences
 

@@ -40,7 +40,7 @@ _REFUSED = {
             "extra output would be dropped; remove it" for key in _OUTPUTS},
     **{key: "assisted decoding needs an assistant model (or early-exit / multi-token heads), which this "
             "framework does not pass to generate; remove it" for key in _ASSISTED},
-    "compile_config": "use --decode_compile=True to compile decoding",
+    "compile_config": "compiled decoding was retired: CTranslate2 (--decoding_backend=auto) decodes faster; remove it",
     "token_healing": "token healing needs the tokenizer inside generate, which this framework does not pass; "
                      "remove it",
     "continuous_batching_config": "continuous batching is not how this framework decodes; remove it",

@@ -36,7 +36,7 @@ ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started fro
 LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
-              "pretrain_task", "decode_compile", "label_smoothing")
+              "pretrain_task", "label_smoothing")
 PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
@@ -73,8 +73,6 @@ _RNN_PEFT = Refusal("with lora/ia3 needs the layers to adapt, and peft has no de
 _RNN_PROMPTS = Refusal("with a prompt method cannot apply: peft's prompt methods feed virtual tokens to attention "
                        "layers, which an RNN has not: use --efficient_methods=['bitfit'] (or ['lora'] with "
                        "target_modules)")
-_RNN_COMPILE = Refusal("needs a key/value cache, and --model={model} keeps a recurrent state instead: transformers "
-                       "would skip the static cache and the compilation; drop --decode_compile")
 _NEW_CROSS_ATTENTION = Refusal("would leave the new, random cross-attention of a model warm-started from encoder "
                                "checkpoints untrained: add --efficient_unfreeze_model=True, or fine-tune it first "
                                "and tune its checkpoint_best",
@@ -86,9 +84,9 @@ _NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model
 _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
-    "pretrain_task": HONOURED, "decode_compile": HONOURED, "label_smoothing": HONOURED,
+    "pretrain_task": HONOURED, "label_smoothing": HONOURED,
 }
-_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "decode_compile": _RNN_COMPILE}
+_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS}
 
 SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     TRANSFORMER: {
@@ -199,10 +197,6 @@ def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
         if values["pretrain_task"] is None and is_set(values, sources, key):
             found.append(f"{where(key)} is a setting of denoising pre-training and is read only with "
                          f"--pretrain_task=denoising: add it, or drop --{key}")
-    if values["decode_compile"] and "prefix-tuning" in [method.lower() for method in values["efficient_methods"]]:
-        found.append(f"{where('decode_compile')} cannot decode a prefix-tuned model: its prefixes are keys/values "
-                     f"that the static cache of compiled decoding does not take (generation fails with a size "
-                     f"mismatch); drop --decode_compile, or use another method")
     current = known_situation or situation(family, values)
     if current is None:
         return found
@@ -236,7 +230,7 @@ def _asked(key: str, values: Mapping[str, Any], sources: Mapping[str, str]) -> b
         return any(method in PROMPT_METHODS for method in methods)
     if key == BITFIT:
         return "bitfit" in methods
-    if key in ("decode_compile", "from_scratch"):
+    if key == "from_scratch":
         return bool(values[key])
     if key in ("decoder_model_path", "pretrain_task"):
         return values[key] is not None

@@ -97,8 +97,7 @@ def _fit_and_evaluate(config: Config, accelerator: Any, run_dir: Path, logger: A
 
     log_model_size(config, built.model, logger)
     collator = make_collator(config, built.tokenizer)
-    evaluator = Evaluator(config, accelerator, built.tokenizer, collator,
-                          getattr(built.model, "generation_config", None))
+    evaluator = Evaluator(config, accelerator, built.tokenizer, collator)
     trained = Trained(built.model)
     if config.do_train:
         trained = fit(config, accelerator, run_dir, logger, built, evaluator, collator, on_validation)

@@ -14,7 +14,6 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from textbox.config import Config, RunInterrupted, TextBoxError
-from textbox.decoding.compiled import compilation_seconds
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.model.record import EfficientRecord
 from textbox.trainer import checkpoint
@@ -25,6 +24,7 @@ from textbox.trainer.records import ThroughputWindow, duration, record
 from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves
+from textbox.utils.compile_time import compilation_seconds
 
 
 class Trainer:

@@ -26,9 +26,14 @@ def test_explicit_ctranslate2_refuses_what_it_cannot_run(data):
     message = _problems(data, decoding_backend="ctranslate2", generation_kwargs={"repetition_penalty": 1.2})
     assert "decoding_backend" in message and "repetition_penalty=1.2" in message
     assert "--decoding_backend=auto" in message
-    assert "decode_compile" in _problems(data, decoding_backend="ctranslate2", decode_compile=True)
     assert "no CTranslate2 equal" in _problems(data, decoding_backend="ctranslate2",
                                                generation_kwargs={"diversity_penalty": 0.5})
+
+
+def test_retired_decode_compile_is_refused_for_every_backend(data):
+    for backend in ("auto", "ctranslate2", "transformers"):
+        assert "--decode_compile=True: compiled decoding was retired" in _problems(data, decoding_backend=backend,
+                                                                                   decode_compile=True)
 
 
 def test_precision_checks(data):

@@ -93,19 +93,12 @@ def test_denoising_settings_need_pretrain_task(setting):
 
 
 def test_rnn_refuses_what_it_cannot_do_and_accepts_what_it_can():
-    assert "keeps a recurrent state" in one_problem("--model=lstm", "--decode_compile=True")
     lora = ["--model=rnn", "--efficient_methods=['lora']", "--efficient_unfreeze_model=True"]
     assert "target_modules" in one_problem(*lora)
     assert problems(*lora, "--efficient_kwargs={'target_modules': ['combine']}") == []
     assert "prompt method" in one_problem("--model=rnn", "--efficient_methods=['prefix-tuning']",
                                           "--efficient_unfreeze_model=True")
     assert problems("--model=rnn", "--efficient_methods=['bitfit']", "--efficient_unfreeze_model=True") == []
-
-
-def test_compiled_decoding_of_a_prefix_tuned_model_is_refused(saved_bart):
-    args = ["--model=bart", f"--model_path={saved_bart}", "--decode_compile=True"]
-    assert "cannot decode a prefix-tuned model" in one_problem(*args, "--efficient_methods=['prefix-tuning']")
-    assert problems(*args, "--efficient_methods=['prompt-tuning']") == []
 
 
 def test_settings_a_new_model_does_not_take_are_refused_before_the_build():
