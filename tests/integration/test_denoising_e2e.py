@@ -28,17 +28,27 @@ def make_text_dataset(root: Path) -> Path:
 
 
 PRETRAIN_ARGS = [*TINY_MODEL_ARGS, "--tgt_len=24", "--pretrain_task=denoising", "--dataset=text"]
+# 96 examples / (8 x 2) = 6 steps per epoch, 24 in all
+WHOLE_ARGS = [*PRETRAIN_ARGS, "--epochs=4", "--logging_steps=1", "--valid_strategy=step", "--valid_steps=10",
+              "--train_batch_size=8", "--accumulation_steps=2"]
 
 
-def test_pretrain_then_fine_tune(tmp_path: Path):
-    data = make_text_dataset(tmp_path / "text")
-    pretrained = run_script([*PRETRAIN_ARGS, f"--data_path={data}", "--max_steps=12", "--valid_strategy=step",
-                             "--valid_steps=6", "--filename=pre"], cwd=tmp_path)
-    assert pretrained.returncode == 0, pretrained.stderr[-3000:]
-    pre = tmp_path / "saved" / "pre"
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory) -> Path:
+    """One uninterrupted pre-training run: the model fine-tuned below, and the run a resumed one must equal."""
+    work = tmp_path_factory.mktemp("denoising")
+    data = make_text_dataset(work / "text")
+    whole = run_script([*WHOLE_ARGS, f"--data_path={data}", "--filename=whole"], cwd=work, env=ONE_THREAD)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    return work / "saved" / "whole"
+
+
+def test_pretrain_then_fine_tune(pretrained: Path, tmp_path: Path):
+    data = pretrained.parent.parent / "text"
+    pre = pretrained
     results = json.loads((pre / "results.json").read_text())
     assert set(results["test"]) == {"loss"} and set(results["valid"]) == {"loss"}  # no generation metrics
-    assert results["steps"] == 12
+    assert results["steps"] == 24
     log = (pre / "project.log").read_text()
     assert "denoising pre-training: train from" in log and "each source its own target" in log
 
@@ -54,22 +64,19 @@ def test_pretrain_then_fine_tune(tmp_path: Path):
         assert (tuned_dir / "checkpoint_best" / name).read_text() == (pre / "checkpoint_best" / name).read_text()
 
 
-def test_interrupted_pretraining_resumes_exactly(tmp_path: Path):
-    data = make_text_dataset(tmp_path / "text")
-    args = [*PRETRAIN_ARGS, f"--data_path={data}", "--epochs=4", "--logging_steps=1", "--valid_strategy=step",
-            "--valid_steps=10", "--train_batch_size=8", "--accumulation_steps=2"]
-    whole = run_script([*args, "--filename=whole"], cwd=tmp_path, env=ONE_THREAD)
-    assert whole.returncode == 0, whole.stderr[-3000:]
+def test_interrupted_pretraining_resumes_exactly(pretrained: Path):
+    work = pretrained.parent.parent  # the uninterrupted run's directory, data and caches
+    args = [*WHOLE_ARGS, f"--data_path={work / 'text'}"]
 
-    cut_dir = tmp_path / "saved" / "cut"
-    returncode, stderr = sigterm_after_step([*args, "--filename=cut"], tmp_path, cut_dir, 4)
+    cut_dir = work / "saved" / "cut"
+    returncode, stderr = sigterm_after_step([*args, "--filename=cut"], work, cut_dir, 4)
     assert returncode == 128 + signal.SIGTERM, stderr[-3000:]
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 24  # 96 examples / (8 x 2) = 6 steps per epoch, 24 in all
 
-    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
+    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=work, env=ONE_THREAD)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    whole_dir = tmp_path / "saved" / "whole"
+    whole_dir = pretrained
     assert sorted(train_losses(whole_dir)) == list(range(1, 25))
     assert train_losses(cut_dir) == train_losses(whole_dir)
     assert _digest(cut_dir / "checkpoint_last" / "model.safetensors") == \

@@ -49,10 +49,17 @@ def _run(setup, tmp_path, *args):
     return result
 
 
-def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, tmp_path):
+@pytest.fixture(scope="module")
+def lora_run(setup, tmp_path_factory) -> Path:
+    """One 8-step LoRA run: the run the LoRA test inspects and the uninterrupted run a resumed one must equal."""
+    work = tmp_path_factory.mktemp("lora")
+    _run(setup, work, "--efficient_methods=['lora']", "--filename=lora")
+    return work / "saved" / "lora"
+
+
+def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, lora_run, tmp_path):
     _, base = setup
-    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=lora")
-    run_dir = tmp_path / "saved" / "lora"
+    run_dir = lora_run
     log = (run_dir / "project.log").read_text()
     assert "efficient tuning: lora; 3,072 of " in log and "trainable (" in log
     losses = train_losses(run_dir)
@@ -85,12 +92,11 @@ def test_bitfit_and_prompt_tuning_train_save_and_reload(setup, tmp_path, method)
     assert (tmp_path / "saved" / "test" / "generation.txt").read_text() == (run_dir / "generation.txt").read_text()
 
 
-def test_a_resumed_lora_run_equals_an_uninterrupted_one(setup, tmp_path):
-    """Stopped after step 4 (its checkpoint_last) and resumed to step 8 = 8 steps in one go."""
-    _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=whole")
+def test_a_resumed_lora_run_equals_an_uninterrupted_one(setup, lora_run, tmp_path):
+    """Stopped after step 4 (its checkpoint_last) and resumed to step 8 = 8 steps in one go (lora_run)."""
     _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--max_steps=4")
     _run(setup, tmp_path, "--efficient_methods=['lora']", "--filename=cut", "--resume=True")
-    whole, cut = tmp_path / "saved" / "whole", tmp_path / "saved" / "cut"
+    whole, cut = lora_run, tmp_path / "saved" / "cut"
     assert train_losses(cut) == train_losses(whole) and sorted(train_losses(cut)) == list(range(1, 9))
     digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
     name = "checkpoint_best/adapter_model.safetensors"

@@ -73,15 +73,24 @@ def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
 
 # --- problems found before the run directory is made -----------------------------------------------------------------
 
-def test_a_bad_model_path_fails_before_anything_is_written(tmp_path):
-    data = make_copy_dataset(tmp_path / "copy")
-    (tmp_path / "empty").mkdir()
-    done = run_script(["--model=bart", f"--model_path={tmp_path / 'empty'}", f"--data_path={data}", "--dataset=copy",
-                       "--tracker=none", "--filename=bad"], cwd=tmp_path, timeout=300)
+@pytest.fixture(scope="module")
+def bad_model_path_run(tmp_path_factory) -> tuple[Path, list[str], subprocess.CompletedProcess]:
+    """(work directory, arguments, the one-process run): --model_path names a directory with no config.json, which
+    the builder refuses on rank 0. Shared by the one-process and the two-process test."""
+    work = tmp_path_factory.mktemp("bad-model-path")
+    data = make_copy_dataset(work / "copy")
+    (work / "empty").mkdir()
+    args = ["--model=bart", f"--model_path={work / 'empty'}", f"--data_path={data}", "--dataset=copy",
+            "--tracker=none", "--filename=bad"]
+    return work, args, run_script(args, cwd=work, timeout=300)
+
+
+def test_a_bad_model_path_fails_before_anything_is_written(bad_model_path_run):
+    work, _, done = bad_model_path_run
     assert done.returncode == 2, done.stderr[-2000:]
     assert "error: --model_path=" in done.stderr and "has no config.json" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not (tmp_path / "saved").exists()
+    assert not (work / "saved").exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA devices")
@@ -168,18 +177,14 @@ def test_a_framework_error_after_the_directory_exists_is_logged_and_marked(tiny_
 # --- two processes, one failure --------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(tmp_path):
-    data = make_copy_dataset(tmp_path / "copy")
-    (tmp_path / "empty").mkdir()  # --model_path with no config.json: the builder refuses it on rank 0
-    args = ["--model=bart", f"--model_path={tmp_path / 'empty'}", f"--data_path={data}", "--dataset=copy",
-            "--tracker=none", "--filename=two"]
-    single = run_script(args, cwd=tmp_path, timeout=300)
+def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(bad_model_path_run):
+    work, args, single = bad_model_path_run  # --model_path with no config.json: the builder refuses it on rank 0
     message = single.stderr.strip().splitlines()[-1]
     assert single.returncode == 2 and message.startswith("error: ")
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert done.stderr.count(message) == 1, done.stderr[-3000:]
     assert "gloo" not in done.stderr.lower()
@@ -188,7 +193,7 @@ def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(tmp_pat
     assert done.stderr.count("Traceback") == done.stderr.count("ChildFailedError:") <= 1
     assert f'File "{PROJECT_ROOT / "textbox"}' not in done.stderr
     assert "exitcode  : 2" in done.stderr  # the process that did not fail exits with the failure's code, not a crash
-    assert not (tmp_path / "saved").exists()
+    assert not (work / "saved").exists()
 
 
 # --- the console ------------------------------------------------------------------------------------------------------
@@ -207,23 +212,5 @@ def test_a_runs_console_never_mixes_a_bar_and_a_log_line(tmp_path):
     assert "Warning" not in console and "[transformers]" not in console
 
 
-@pytest.mark.slow
-def test_a_search_prints_a_line_per_trial_and_each_trial_logs_in_full(tmp_path):
-    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
-    space = tmp_path / "lr.space"
-    space.write_text("learning_rate choice [1e-3, 3e-3]\n")
-    done = run_script([f"--space={space}", "--algo=exhaustive", "--filename=search", *TINY_MODEL_ARGS,
-                       f"--data_path={data}", "--dataset=copy", "--max_steps=4"], cwd=tmp_path, timeout=600,
-                      script="run_hyper.py")
-    assert done.returncode == 0, done.stderr[-3000:]
-    search = tmp_path / "saved" / "search"
-    summary = (search / "summary.md").read_text()
-    assert done.stdout.strip() == summary.strip()  # stdout: the summary alone
-    study_lines = done.stderr.strip().splitlines()
-    assert len(study_lines) <= 4 + 2 * 2, done.stderr
-    assert sum("finished in" in line for line in study_lines) == 2
-    assert not any(BAR.search(line) or "step " in line for line in study_lines)
-    for trial in ("trial-000", "trial-001"):
-        log = (search / trial / "project.log").read_text()
-        assert "training: 32 examples" in log and "step 4/4" in log and "run directory" in log
-    assert "trial-000 starts" in (search / "study.log").read_text()
+# A search prints a line per trial and each trial logs in full: test_hyper_cli.py checks it on its own search
+# run (one search for both files).

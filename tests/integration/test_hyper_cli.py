@@ -67,6 +67,18 @@ def test_a_tiny_search_and_seed_study_through_the_command_line(reversal_data: Pa
     assert "loaded tokenizer from cache" in (directory / "trial-001" / "project.log").read_text()
     assert f"## Best: {best['trial']}" in search.stdout
     assert (directory / "search.png").is_file() and (directory / "summary.md").is_file()
+    # the console: a line per trial (no bars, no step lines); stdout the summary alone; each trial logs in full
+    from tests.unit.utils.test_logging import BAR
+
+    assert search.stdout.strip() == (directory / "summary.md").read_text().strip()
+    study_lines = search.stderr.strip().splitlines()
+    assert len(study_lines) <= 4 + 2 * 2, search.stderr
+    assert sum("finished in" in line for line in study_lines) == 2
+    assert not any(BAR.search(line) or "step " in line for line in study_lines)
+    for trial in ("trial-000", "trial-001"):  # 64 examples in batches of 16, one epoch
+        log = (directory / trial / "project.log").read_text()
+        assert "training: 64 examples" in log and "step 4/4" in log and "run directory" in log
+    assert "trial-000 starts" in (directory / "study.log").read_text()
 
     study = run_script("run_multi_seed.py", ["--multi_seed=2", "--workers=2", "--filename=seeds", *common], tmp_path)
     assert study.returncode == 0, study.stderr[-3000:]

@@ -67,8 +67,11 @@ def test_a_rerun_from_config_yaml_of_a_named_run_gives_the_same_results(runs):
     new = [path for path in (work / "saved").iterdir() if path.name.startswith("transformer-copy-")]
     assert len(new) == 1  # a new run, named after the model and the data directory
     assert train_losses(new[0]) == train_losses(whole_dir)
-    assert json.loads((new[0] / "results.json").read_text())["test"] == \
-        json.loads((whole_dir / "results.json").read_text())["test"]
+    again, first = (json.loads((path / "results.json").read_text()) for path in (new[0], whole_dir))
+    assert again["test"] == first["test"] and again["valid"] == first["valid"]
+    assert (new[0] / "generation.txt").read_text() == (whole_dir / "generation.txt").read_text()
+    log = (new[0] / "project.log").read_text()
+    assert "loaded tokenizer from cache" in log and "loaded tokenized train" in log  # tokenised once
 
 
 def test_generating_from_a_run_checkpoint_uses_the_runs_lengths(runs):

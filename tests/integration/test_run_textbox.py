@@ -50,16 +50,7 @@ def test_checkpoint_best_loads_with_auto_classes(trained_run: Path):
     assert out.shape[0] == 1
 
 
-def test_saved_config_reproduces_the_run(trained_run: Path):
-    work = trained_run.parent.parent
-    done = run_script([f"--config_files={trained_run / 'config.yaml'}", "--filename=rerun"], cwd=work)
-    assert done.returncode == 0, done.stderr[-3000:]
-    first = json.loads((trained_run / "results.json").read_text())
-    again = json.loads((work / "saved" / "rerun" / "results.json").read_text())
-    assert again["test"] == first["test"] and again["valid"] == first["valid"]
-    log = (work / "saved" / "rerun" / "project.log").read_text()
-    assert "loaded tokenizer from cache" in log and "loaded tokenized train" in log  # tokenised once
-    assert (work / "saved" / "rerun" / "generation.txt").read_text() == (trained_run / "generation.txt").read_text()
+# A rerun from config.yaml reproducing the run: test_run_config_layers.py (one rerun for both files).
 
 
 def test_testing_a_checkpoint_only(trained_run: Path):
@@ -73,7 +64,8 @@ def test_testing_a_checkpoint_only(trained_run: Path):
 
 
 def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
-    """2 processes really distributed; test outputs one line per example, in order, as with 1 process."""
+    """2 processes really distributed; test outputs one line per example, in order, as with 1 process (the
+    training run tested checkpoint_best on 1 process: test_testing_a_checkpoint_only shows it)."""
     work = trained_run.parent.parent
     args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
             "--do_train=False", "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=4"]
@@ -82,10 +74,8 @@ def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 process(es)" in (work / "saved" / "two_procs" / "project.log").read_text()
-    single = run_script([*args, "--filename=one_proc"], cwd=work)
-    assert single.returncode == 0, single.stderr[-3000:]
     two = (work / "saved" / "two_procs" / "generation.txt").read_text()
-    assert two == (work / "saved" / "one_proc" / "generation.txt").read_text()
+    assert two == (trained_run / "generation.txt").read_text()
     assert len(two.splitlines()) == 13
 
 
