@@ -28,8 +28,7 @@ def _gpus() -> int:
 
 def test_fsdp_asked_on_cpu_exits_2_before_writing(tmp_path: Path):
     data = make_copy_dataset(tmp_path / "copy")
-    done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=2",
-                       "--decoding_backend=transformers"], cwd=tmp_path,
+    done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=2"], cwd=tmp_path,
                       env={"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2", "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 2, done.stderr[-2000:]
     assert "error: the launcher asks for FSDP" in done.stderr and "Traceback" not in done.stderr
@@ -59,8 +58,7 @@ def _train_and_check(config_file: Path, tmp_path: Path) -> None:
 
     data = make_copy_dataset(tmp_path / "copy")
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=8", "--valid_steps=4",
-            "--valid_strategy=step", "--metrics_for_best_model=['bleu']", "--filename=run",
-            "--decoding_backend=transformers"]  # CTranslate2 would convert sharded weights: refused
+            "--valid_strategy=step", "--metrics_for_best_model=['bleu']", "--filename=run"]
     done = _launch(config_file, args, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "saved" / "run"
@@ -68,6 +66,8 @@ def _train_and_check(config_file: Path, tmp_path: Path) -> None:
     assert model.config.d_model == 32
     assert len((run / "generation.txt").read_text().splitlines()) == 13
     assert (run / "valid_generation.txt").is_file()
+    sharded = config_file.name != "deepspeed_zero2.yaml"  # ZeRO-2 keeps the whole model on every process
+    assert ("the weights are split over the processes" in (run / "project.log").read_text()) is sharded
     resumed = _launch(config_file, [*args, "--resume=True", "--max_steps=12"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from" in (run / "project.log").read_text()

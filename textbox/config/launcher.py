@@ -67,12 +67,23 @@ def launcher_problems(values: Mapping[str, Any], sources: Mapping[str, str], whe
                         f"model; train efficient methods with plain DDP (no --use_deepspeed/--use_fsdp)")
     if deepspeed:
         problems.extend(_deepspeed_problems(values, sources, where, environ, launcher_steps))
-    sharded = "FSDP" if fsdp else "DeepSpeed ZeRO-3" if deepspeed and _zero_stage(environ) == 3 else None
-    if sharded and values.get("decoding_backend", "transformers") != "transformers":
-        problems.append(f"{where('decoding_backend')}={values['decoding_backend']} with {sharded}: CTranslate2 "
-                        f"converts the whole model's weights, which are split over the processes here; use "
-                        f"--decoding_backend=transformers (generate runs on the sharded model)")
+    sharded = sharded_training(environ)
+    if sharded and values.get("decoding_backend") == "ctranslate2":
+        problems.append(f"{where('decoding_backend')}=ctranslate2 with {sharded}: CTranslate2 converts the whole "
+                        f"model's weights, which are split over the processes here; use --decoding_backend=auto "
+                        f"or transformers (generate runs on the sharded model)")
     return problems
+
+
+def sharded_training(environ: Mapping[str, str] | None = None) -> str | None:
+    """"FSDP" or "DeepSpeed ZeRO-3" when the launcher splits the weights over the processes (no process holds
+    the whole model, so CTranslate2 has nothing to convert), else None."""
+    environ = os.environ if environ is None else environ
+    if uses_fsdp(environ):
+        return "FSDP"
+    if uses_deepspeed(environ) and _zero_stage(environ) == 3:
+        return "DeepSpeed ZeRO-3"
+    return None
 
 
 def _zero_stage(environ: Mapping[str, str]) -> int | None:

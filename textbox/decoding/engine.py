@@ -2,12 +2,12 @@
 
 ``--decoding_backend=auto`` (the default) picks CTranslate2 for BART/mBART, T5/mT5, Marian, Pegasus, M2M100
 (its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
-models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for); one log line
-says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what
-would not run on CTranslate2 (``problems``, called by textbox.checks); ``transformers`` never
-converts.
+models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for, weights split
+by FSDP or DeepSpeed ZeRO-3); one log line says which engine decodes and why. ``--decoding_backend=ctranslate2``
+refuses, before anything is built, what would not run on CTranslate2 (``problems``, called by textbox.checks);
+``transformers`` never converts.
 
-The run's options (``DecodingOptions.from_values(config)``) are built by the Trainer and passed to
+The run's options (``DecodingOptions.from_values(config)``) are built by the Evaluator and passed to
 ``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
 transformers.
 
@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from textbox.config import Config
 from textbox.config.families import FAMILIES
+from textbox.config.launcher import sharded_training
 
 BACKENDS = ("auto", "ctranslate2", "transformers")
 PRECISIONS = ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16")
@@ -39,11 +40,13 @@ class DecodingOptions:
     precision: str = "auto"
     cache_dir: str = ".cache/textbox"
     seed: int = 0
+    sharded: str | None = None  # "FSDP" | "DeepSpeed ZeRO-3": the launcher splits the weights over the processes
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "DecodingOptions":
+        """The run's options; ``sharded`` comes from the launcher's environment (textbox.config.launcher)."""
         return cls(values["decoding_backend"], values["decoding_precision"], str(values["cache_dir"]),
-                   int(values["seed"]))
+                   int(values["seed"]), sharded_training())
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,11 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 
     if options.backend == "transformers":
         return _log(EngineChoice("transformers", "--decoding_backend=transformers"))
-    kind, obstacle = convertible(model, settings)
+    if options.sharded:  # no process holds the whole model (config validation refuses an explicit ctranslate2)
+        kind, obstacle = "", (f"the weights are split over the processes ({options.sharded}), and CTranslate2 "
+                              f"converts a whole model")
+    else:
+        kind, obstacle = convertible(model, settings)
     if obstacle is None:
         return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
                                                f"{_model_type(model)} converts ({kind}){_note(model, settings)}", kind))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from textbox.config.launcher import launcher_problems
+from textbox.config.launcher import launcher_problems, sharded_training
 from textbox.utils.suggest import where as _where
 from textbox.config.schema import DEFAULTS
 
@@ -48,9 +48,10 @@ def test_every_accelerate_config_is_valid_for_accelerate_and_agrees_with_the_def
     assert settings.distributed_type.value in ("FSDP", "DEEPSPEED")
     environ = launcher_environment(config_file)
     assert environ.get("ACCELERATE_USE_FSDP") == "true" or environ.get("ACCELERATE_USE_DEEPSPEED") == "true"
-    assert problems(environ, decoding_backend="transformers") == []
+    assert problems(environ) == []  # decoding_backend=auto decodes with transformers where the weights are split
     whole_weights = config_file.name == "deepspeed_zero2.yaml"  # ZeRO-2 keeps every parameter on every process
-    assert (problems(environ) == []) is whole_weights  # else CTranslate2 (decoding_backend=auto) is refused
+    assert (problems(environ, decoding_backend="ctranslate2") == []) is whole_weights
+    assert (sharded_training(environ) is None) is whole_weights
 
 
 def test_the_shipped_configs_are_the_three_the_readme_names():
@@ -131,10 +132,13 @@ def test_a_gpu_id_list_shorter_than_the_local_processes_is_refused():
 
 
 def test_ctranslate2_is_refused_where_the_weights_are_sharded(tmp_path: Path):
-    found = problems({"ACCELERATE_USE_FSDP": "true"})
-    assert found == ["decoding_backend (default)=auto with FSDP: CTranslate2 converts the whole model's weights, "
-                     "which are split over the processes here; use --decoding_backend=transformers (generate runs "
-                     "on the sharded model)"]
+    found = problems({"ACCELERATE_USE_FSDP": "true"}, decoding_backend="ctranslate2")
+    assert found == ["--decoding_backend=ctranslate2 with FSDP: CTranslate2 converts the whole model's weights, "
+                     "which are split over the processes here; use --decoding_backend=auto or transformers "
+                     "(generate runs on the sharded model)"]
+    assert problems({"ACCELERATE_USE_FSDP": "true"}) == []  # auto: transformers decodes (textbox.decoding.engine)
     zero3 = deepspeed_file(tmp_path, {"zero_optimization": {"stage": 3}})
     assert "with DeepSpeed ZeRO-3" in problems(zero3, decoding_backend="ctranslate2")[0]
-    assert problems(deepspeed_file(tmp_path, {"zero_optimization": {"stage": 2}})) == []
+    assert sharded_training(zero3) == "DeepSpeed ZeRO-3"
+    zero2 = deepspeed_file(tmp_path, {"zero_optimization": {"stage": 2}})
+    assert problems(zero2, decoding_backend="ctranslate2") == [] and sharded_training(zero2) is None

@@ -176,6 +176,23 @@ def test_auto_falls_back_with_a_log_line_and_explicit_ctranslate2_refuses(traine
     assert choose_engine(rnn, {}, "test", auto).name == "transformers"
 
 
+def test_weights_split_by_the_launcher_decode_with_transformers_under_auto(trained, monkeypatch):
+    """FSDP (or DeepSpeed ZeRO-3) leaves no process with the whole model to convert: auto decodes with transformers
+    and says why (an explicit ctranslate2 is refused at config time: tests/unit/config/test_launcher.py)."""
+    from textbox.config.schema import DEFAULTS
+
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    options = DecodingOptions.from_values(DEFAULTS)
+    assert options.sharded == "FSDP"
+    choice = choose_engine(trained[0], {"num_beams": 4}, "test", options)
+    assert choice.name == "transformers"
+    assert choice.reason == ("--decoding_backend=auto: the weights are split over the processes (FSDP), and "
+                             "CTranslate2 converts a whole model")
+    monkeypatch.delenv("ACCELERATE_USE_FSDP")
+    assert choose_engine(trained[0], {"num_beams": 4}, "test", DecodingOptions.from_values(DEFAULTS)).name == \
+        "ctranslate2"
+
+
 @pytest.mark.parametrize("settings, why", [
     ({"num_beams": 4, "early_stopping": False}, "early_stopping=False with length_penalty=1.0: transformers' "
                                                 "heuristic stop"),
