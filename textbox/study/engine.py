@@ -6,8 +6,9 @@ stay fast and work without it). textbox/study/ray_engine.py holds the Ray code i
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from textbox.config.errors import ConfigError, TextBoxUserError
 from textbox.config.schema import Key
@@ -36,7 +37,7 @@ class Engine:
 def check_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Engine:
     """The engine the options ask for; raise ConfigError naming every option that does not fit it."""
     name, address, resources = options["engine"], options["ray_address"], options["trial_resources"]
-    problems = []
+    problems = _launcher_problems(os.environ)
     if name == "local":
         from textbox.config.launcher import worker_gpu_ids  # each local worker needs its own device(s)
 
@@ -60,8 +61,22 @@ def check_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Engine:
             problems.append("--ray_address is empty: give 'auto' or host:port, or leave it out for a local instance")
         problems += _resource_problems(resources)
     if problems:
-        raise ConfigError(problems)
+        error = ConfigError(problems)
+        # started by a launcher, every process finds the same problems: the first prints them
+        error.shown_elsewhere = os.environ.get("RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+        raise error
     return Engine(name, address, dict(resources or DEFAULT_RESOURCES))
+
+
+def _launcher_problems(environ: Mapping[str, str]) -> list[str]:
+    """A study started by `accelerate launch` or torchrun: every process would run the whole study into the same
+    directory. Its runs are started by the study itself (--workers, --engine=ray)."""
+    processes = environ.get("WORLD_SIZE", "1") or "1"
+    if processes == "1":
+        return []
+    return [f"this study was started as {processes} processes (accelerate launch or torchrun): each would run the "
+            f"whole study into the same directory; start it with python (run_hyper.py, run_multi_seed.py), and run "
+            f"trials side by side with --workers=N or --engine=ray"]
 
 
 def _resource_problems(resources: dict[str, Any] | None) -> list[str]:
