@@ -74,9 +74,14 @@ class Optimizer:
         return grid.grid_size(self.domain)
 
     def _seed_for(self, tid: int) -> int:
-        # One seed per trial id: a resumed search asks with the same seeds as an uninterrupted one.
-        # (% 2**32: SeedSequence takes non-negative entropy; --seed may be negative.)
-        return int(np.random.SeedSequence([self.seed % 2**32, tid]).generate_state(1)[0])
+        return trial_seed(self.seed, tid)
+
+
+def trial_seed(seed: int, tid: int) -> int:
+    """The seed the algorithm gets when asked for trial ``tid``: one per trial id, so that a resumed search asks
+    with the same seeds as an uninterrupted one and both engines (local, Ray) propose the same points.
+    (% 2**32: SeedSequence takes non-negative entropy; --seed may be negative.)"""
+    return int(np.random.SeedSequence([seed % 2**32, tid]).generate_state(1)[0])
 
 
 def _result(score: float | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ray.tune.search import Searcher
 from ray.tune.search.hyperopt import HyperOptSearch
 
 from textbox.hyper.objective import Objective
+from textbox.hyper.optimizer import trial_seed
 from textbox.hyper.store import trial_name
 from textbox.hyper.trials import trial_overrides
 from textbox.study.ray_engine import tune_resources
@@ -48,8 +49,9 @@ class TextBoxSearch(HyperOptSearch):
         super().__init__(space=space, metric=LOSS, mode="min", n_initial_points=None,
                          random_state_seed=seed % 2**32, gamma=None)
 
-        def suggest(new_ids: list[int], domain: Any, trials: Any, seed: int) -> list[dict[str, Any]]:
-            docs = algorithm(new_ids, domain, trials, seed)
+        def suggest(new_ids: list[int], domain: Any, trials: Any, _tune_seed: int) -> list[dict[str, Any]]:
+            # the local engine's seed for this trial id (not Tune's running random state): the same points
+            docs = algorithm(new_ids, domain, trials, trial_seed(seed, new_ids[0]))
             if not len(docs):
                 raise _UsedUp
             return docs
