@@ -1,9 +1,8 @@
 """Decoding throughput of this framework against a plain loop over ``model.generate``, with the same weights.
 
 Ours: Evaluator.loader (length-sorted batches) and generate_texts, on each engine: transformers
-(``--decoding_backend=transformers``: cross-attention once per source under beam search, in-place n-gram
-blocking, detokenisation on a background thread) and CTranslate2 (``--decoding_backend=ctranslate2``) in float32
-and int8. Plain: the test split in dataset order, the same number of examples per batch, ``model.generate`` then
+(``--decoding_backend=transformers``: in-place n-gram blocking, detokenisation on a background thread) and
+CTranslate2 (``--decoding_backend=ctranslate2``) in float32 and int8. Plain: the test split in dataset order, the same number of examples per batch, ``model.generate`` then
 ``batch_decode``. Same inputs (the framework's tokenisation), same generation settings. Greedy and beam-search
 runs of every decoder alternate for --repeats rounds; figures are medians of examples/s, with the number of
 outputs that differ from the plain loop's and the BLEU of each. The CTranslate2 conversion (once per precision,
@@ -22,7 +21,6 @@ steps (once, ~15 minutes on one core: the run is kept under .cache/benchmarks/ a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import tempfile
 import time
@@ -43,12 +41,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of greedy and beam runs, alternating")
-    parser.add_argument("--engines", default="transformers,transformers_unshared,transformers_compiled,ct2_float32,"
-                                               "ct2_int8",
+    parser.add_argument("--engines", default="transformers,transformers_compiled,ct2_float32,ct2_int8",
                         help="decoders besides the plain loop (comma-separated): transformers (the transformers "
-                             "backend), transformers_unshared (the same without cross-attention sharing), "
-                             "transformers_compiled (what the retired --decode_compile did: a static cache and a "
-                             "compiled forward, greedy only), ct2_float32, ct2_int8")
+                             "backend), transformers_compiled (what the retired --decode_compile did: a static cache "
+                             "and a compiled forward, greedy only), ct2_float32, ct2_int8")
     parser.add_argument("--early_stopping", choices=["unset", "true", "never"], default="unset",
                         help="beam search's early_stopping (unset: transformers' default heuristic, which "
                              "CTranslate2 replaces by early_stopping=True)")
@@ -151,19 +147,6 @@ def conversion_seconds(model: Any, tokenizer: Any, repeats: int) -> float:
     return median(seconds)
 
 
-@contextlib.contextmanager
-def _without_shared_cross_attention() -> Any:
-    """The transformers backend with cross-attention kept once per beam, as transformers keeps it."""
-    from textbox.evaluator import generate
-
-    shared = generate.shared_cross_attention
-    generate.shared_cross_attention = lambda model, num_beams: contextlib.nullcontext(dict)
-    try:
-        yield
-    finally:
-        generate.shared_cross_attention = shared
-
-
 DOC = Path(__file__).resolve().parents[1] / "docs" / "speedups.md"
 
 
@@ -239,7 +222,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         evaluator = Evaluator(config, accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
 
-        def engine(backend: str, precision: str, shared: bool = True,
+        def engine(backend: str, precision: str,
                    compiled: bool = False) -> Callable[[str, dict[str, Any]], list[str] | None]:
             options = DecodingOptions(backend, precision, str(CACHE_DIR), config.seed)
 
@@ -248,13 +231,8 @@ def main() -> None:
                     if settings["num_beams"] > 1:
                         return None
                     settings = compiled_settings(settings)
-                if not shared and settings["num_beams"] == 1:
-                    return None  # nothing is shared without beams: the same as the transformers row
-                with contextlib.ExitStack() as stack:
-                    if not shared:
-                        stack.enter_context(_without_shared_cross_attention())
-                    return generate_texts(accelerator, model, tokenizer, evaluator.loader(test), settings, "test",
-                                          options)
+                return generate_texts(accelerator, model, tokenizer, evaluator.loader(test), settings, "test",
+                                      options)
             return decode
 
         base = {"max_new_tokens": args.large_tokens if args.large else config.tgt_len}
@@ -267,8 +245,7 @@ def main() -> None:
         print(f"{len(inputs)} test examples of {args.data}, model {model_path}, {args.batch_size} examples per batch, "
               f"settings {runs}", flush=True)
         engines = {"transformers": ("transformers", "auto"),
-                   "transformers_unshared": ("transformers", "auto", False),
-                   "transformers_compiled": ("transformers", "auto", True, True),
+                   "transformers_compiled": ("transformers", "auto", True),
                    "ct2_float32": ("ctranslate2", "float32"), "ct2_int8": ("ctranslate2", "int8")}
         decoders: dict[str, Callable[[str, dict[str, Any]], list[str] | None]] = {
             "plain": lambda run_name, settings: plain_loop(model, tokenizer, inputs, args.batch_size, settings)}
@@ -325,7 +302,6 @@ def main() -> None:
     if args.write_doc:
         labels = {"plain": ("plain `model.generate` loop", "float32"),
                   "transformers": ("this framework, transformers backend", "float32"),
-                  "transformers_unshared": ("transformers backend without cross-attention sharing", "float32"),
                   "transformers_compiled": ("transformers backend, compiled (the retired `--decode_compile`)",
                                             "float32"),
                   "ct2_float32": ("this framework, CTranslate2", "float32"),

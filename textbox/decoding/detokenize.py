@@ -2,8 +2,8 @@
 
 Outputs arrive in batch order (length-sorted, several processes); each comes with its example's index and the
 texts are put back in dataset order at the end. With ``num_return_sequences=k`` a batch holds k consecutive rows
-per example (generate's layout, best first), and every example keeps its k texts in that order. Writing the file is left to the caller: it needs every text in
-order first, and writing a few thousand lines takes milliseconds.
+per example (generate's layout, best first), and every example keeps its k texts in that order. Writing the file
+is left to the caller: it needs every text in order first, and writing a few thousand lines takes milliseconds.
 """
 from __future__ import annotations
 

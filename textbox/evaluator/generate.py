@@ -1,6 +1,6 @@
 """Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order.
 
-The efficient-decoding parts live in textbox.decoding: cross-attention once per source under beam search,
+The efficient-decoding parts live in textbox.decoding: the engine choice (CTranslate2 or the generate loop below),
 n-gram blocking without full-vocabulary copies, detokenisation overlapping generation. Batches come
 length-sorted from Evaluator.loader, each example with its dataset ``index``.
 
@@ -9,11 +9,10 @@ k with their example, ``generate_texts`` the first (the one the metrics score an
 ``write_generations`` writes both files.
 
 Decoder-only LMs (textbox.data.causal) generate from ``prompt_ids``, the source left-padded so that every prompt
-ends where generation continues; only the new tokens are kept. Cross-attention sharing does not apply to them.
+ends where generation continues; only the new tokens are kept.
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from textbox.decoding.cross_attention import shared_cross_attention
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
@@ -63,21 +61,18 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
     was_training = unwrapped.training
     unwrapped.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    num_beams = settings.get("num_beams") or unwrapped.generation_config.num_beams or 1  # None means 1
     settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
     if settings.get("stop_strings") is not None:
         settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
     decoder_only = is_decoder_only(unwrapped)
-    # Nothing to share without cross-attention.
-    sharing = shared_cross_attention(unwrapped, num_beams) if not decoder_only else contextlib.nullcontext(dict)
-    with BackgroundDetokenizer(tokenizer) as detokenizer, sharing as extra:
+    with BackgroundDetokenizer(tokenizer) as detokenizer:
         for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
             if decoder_only:
                 inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_attention_mask"]}
             else:
                 inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
             with accelerator.autocast():
-                ids = unwrapped.generate(**inputs, **settings, **extra())
+                ids = unwrapped.generate(**inputs, **settings)
             if decoder_only:  # generate returns prompt + new tokens
                 ids = ids[:, inputs["input_ids"].shape[1]:]
             ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)

@@ -144,19 +144,3 @@ def test_left_padded_batched_generation_equals_unbatched_generation(saved, tiny_
     with torch.no_grad():
         alone = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **settings)
     assert single[0] == " ".join(tokenizer.decode(alone[0, prompt.shape[1]:], skip_special_tokens=True).split())
-
-
-def test_cross_attention_sharing_is_left_out_for_decoder_only_models(saved, tiny_config, train_split, monkeypatch):
-    from textbox.evaluator import generate
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("shared_cross_attention must not be entered for a decoder-only LM")
-
-    monkeypatch.setattr(generate, "shared_cross_attention", refuse)
-    built = causal_lm.build(lm_config(tiny_config, saved[1]), None)
-    model, tokenizer = built.model, built.tokenizer
-    data = examples(tokenizer, train_split, 3)
-    loader = DataLoader(EvalExamples(data), batch_size=3, collate_fn=CausalLMCollator(tokenizer))
-    texts = generate_texts(Accelerator(cpu=True), model, tokenizer, loader, {"max_new_tokens": 3, "num_beams": 2},
-                           "test")
-    assert len(texts) == 3
