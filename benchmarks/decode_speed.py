@@ -167,8 +167,8 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
     lines = [begin, "", f"### Decoding engines: {variant}", "",
              f"Written by `{command}`: {what}; beam search with {stopping}. Medians of {figures['repeats']} "
              f"alternating rounds, {figures['examples']} test examples, {figures['batch_size']} per batch, "
-             f"{figures['threads']} thread(s), on the project's 2-core CPU machine while other developers' work shared "
-             f"it. Outputs are compared with the plain `model.generate` loop's. Warm-up (imports, CTranslate2's "
+             f"{figures['threads']} thread(s), on the project's 2-core CPU machine (other work may share it: compare "
+             f"figures of one run only). Outputs are compared with the plain `model.generate` loop's. Warm-up (imports, CTranslate2's "
              f"conversion, torch.compile's compilation for the compiled row), not in the rates: {warmups}.", "",
              "| engine | precision | beam | examples/s | vs plain loop | outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|"]

@@ -212,7 +212,7 @@ _key("train", "compile", "bool", False,
      "time is logged and written to results.json apart (compile_seconds).")
 _key("eval", "decode_compile", "bool", False,
      "Retired (only False is accepted, so that earlier runs' config.yaml still load): compiled greedy decoding "
-     "paid only after ~41,000 examples (minutes of compiling); CTranslate2 (--decoding_backend) decodes faster.")
+     "gained at best 1.7x after minutes of compiling; CTranslate2 (--decoding_backend) decodes faster without it.")
 _key("eval", "eval_max_tokens", "int|None", None,
      "Token budget of a validation/test batch (padded source + target tokens), replacing eval_batch_size; "
      "evaluation batches are length-sorted either way and outputs keep the dataset order.")

@@ -84,10 +84,10 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
                         f"--decoding_backend=transformers never uses it; drop it (transformers decodes in "
                         f"--mixed_precision) or use --decoding_backend=auto or ctranslate2")
     if values["decode_compile"]:
-        problems.append(f"{where('decode_compile')}=True: compiled decoding was retired (benchmarks/decode_speed.py, "
-                        f"docs/speedups.md: greedy decoding of the benchmark model 1.7x faster than eager "
-                        f"transformers after 343 s of compiling, so it paid only after ~41,000 examples, while "
-                        f"CTranslate2, the default engine, decodes 3.0x faster without compiling); drop it")
+        problems.append(f"{where('decode_compile')}=True: compiled decoding was retired (benchmarks/decode_speed.py: "
+                        f"greedy decoding of the benchmark model at best 1.7x faster than eager transformers, after "
+                        f"343 s of compiling, and no faster on a quiet machine (docs/speedups.md), while CTranslate2, "
+                        f"the default engine, decodes 1.7-3x faster than eager without compiling); drop it")
     if backend == "ctranslate2":
         problems.extend(f"{where('decoding_backend')}=ctranslate2: {why}" for why in _static_refusals(values))
     return problems
@@ -168,14 +168,14 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 # Validation by generation converts the just-trained weights at every validation: measured, it pays.
 # benchmarks/decode_speed.py times the conversion a validation pays (content hash + TransformersConverter + atomic
 # move into an empty cache, float32, median of 3) and the decoding time it saves per example against the
-# transformers backend on the same model (examples/s medians; 2 threads, machine shared with other work):
+# transformers backend on the same model (examples/s medians, 2 threads; docs/speedups.md's runs, machine quiet):
 #   benchmark model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters, multi30k, 320 examples, early_stopping=True):
-#     conversion 0.11 s; greedy 132 -> 411 examples/s, beam 4 65 -> 272: pays from 22 examples (greedy) or
-#     9 (beam 4);
-#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples): conversion 0.49 s; beam 4 4.9 -> 7.3
-#     examples/s, pays from 7 examples; greedy 14.6 -> 13.4, no gain at float32 (GEMM-bound; int8 31.6). An
-#     earlier run under heavy load: conversion 5.3 s, paying from 50 (beam 4) and 175 (greedy) examples.
-# A validation set smaller than that loses at most the conversion time (0.1-5 s); larger ones gain several times
+#     conversion 0.05 s; greedy 234 -> 367 examples/s, beam 4 141 -> 308: pays from 32 examples (greedy) or
+#     13 (beam 4);
+#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples): conversion 0.68 s; beam 4 16.5 -> 26.0
+#     examples/s, pays from 31 examples; greedy 39.2 -> 40.4, about even at float32 (GEMM-bound; int8 82.2).
+#     Earlier runs under heavy load: conversion 0.5-5.3 s, paying from 7-50 (beam 4) and 175 (greedy) examples.
+# A validation set smaller than that loses at most the conversion time (0.05-5 s); larger ones gain several times
 # it at beam search and on the default-sized model, so every validation converts (a large model's greedy float32
 # validation about breaks even). The figures: docs/speedups.md and the JSON line of decode_speed.py
 # (conversion_seconds, *_break_even_examples).
