@@ -2,11 +2,12 @@
 
 Ours: Evaluator.loader (length-sorted batches) and generate_texts, on each engine: transformers
 (``--decoding_backend=transformers``: in-place n-gram blocking, detokenisation on a background thread) and
-CTranslate2 (``--decoding_backend=ctranslate2``) in float32 and int8. Plain: the test split in dataset order, the same number of examples per batch, ``model.generate`` then
-``batch_decode``. Same inputs (the framework's tokenisation), same generation settings. Greedy and beam-search
-runs of every decoder alternate for --repeats rounds; figures are medians of examples/s, with the number of
-outputs that differ from the plain loop's and the BLEU of each. The CTranslate2 conversion (once per precision,
-cached) happens in the warm-up and is reported apart. --write_doc puts the table into docs/speedups.md.
+CTranslate2 (``--decoding_backend=ctranslate2``) in float32 and int8. Plain: the test split in dataset order, the
+same number of examples per batch, ``model.generate`` then ``batch_decode``. Same inputs (the framework's
+tokenisation), same generation settings. Greedy and beam-search runs of every decoder alternate for --repeats
+rounds; figures are medians of examples/s, with the number of outputs that differ from the plain loop's and the BLEU
+of each. The CTranslate2 conversion (once per precision, cached) happens in the warm-up and is reported apart.
+--write_doc puts the table into docs/speedups.md.
 
 With --large, the model is a d_model 512, 6+6 layers BART with random weights (the trained model's tokenizer)
 whose end token gets a -1e4 logit bias, so that every output runs to --large_tokens tokens and speed does not
@@ -168,8 +169,9 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
              f"Written by `{command}`: {what}; beam search with {stopping}. Medians of {figures['repeats']} "
              f"alternating rounds, {figures['examples']} test examples, {figures['batch_size']} per batch, "
              f"{figures['threads']} thread(s), on the project's 2-core CPU machine (other work may share it: compare "
-             f"figures of one run only). Outputs are compared with the plain `model.generate` loop's. Warm-up (imports, CTranslate2's "
-             f"conversion, torch.compile's compilation for the compiled row), not in the rates: {warmups}.", "",
+             f"figures of one run only). Outputs are compared with the plain `model.generate` loop's. Warm-up "
+             f"(imports, CTranslate2's conversion, torch.compile's compilation for the compiled row), not in the "
+             f"rates: {warmups}.", "",
              "| engine | precision | beam | examples/s | vs plain loop | outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for run_name, beam in (("greedy", 1), ("beam", figures["num_beams"])):
