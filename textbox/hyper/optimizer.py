@@ -37,7 +37,7 @@ class Optimizer:
 
     def ask(self, tid: int) -> Suggestion | None:
         """The next point, or None when the algorithm has nothing left (an exhausted grid)."""
-        docs = self.algorithm([tid], self.domain, self.trials, self._seed_for(tid))
+        docs = self.algorithm([tid], self.domain, self.trials, trial_seed(self.seed, tid))
         if not len(docs):
             return None
         self.trials.insert_trial_docs(docs)
@@ -72,9 +72,6 @@ class Optimizer:
     def grid_size(self) -> int:
         """Points in the full grid; raises grid.NotDiscreteError when a parameter is continuous."""
         return grid.grid_size(self.domain)
-
-    def _seed_for(self, tid: int) -> int:
-        return trial_seed(self.seed, tid)
 
 
 def trial_seed(seed: int, tid: int) -> int:
