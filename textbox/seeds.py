@@ -1,7 +1,8 @@
 """run_multi_seed.py (the seed study): the same run under N seeds, to show how much of a result is chance.
 
 The seeds are --seed, --seed+1, ..., --seed+N-1: the first run is the plain run, and any one of them is
-reproduced alone by ``python run_textbox.py --seed=<s>`` with the same keys. The study directory
+reproduced alone by ``python run_textbox.py --seed=<s>`` with the same keys. Consecutive seeds share no random
+stream (weights, dropout, data order: textbox.utils.seeding), so the spread is that of independent runs. The study directory
 (saved_dir/multi_seed-<timestamp>, or saved_dir/filename) holds seed-<s>/ run directories, seeds.csv
 (seed, status, every validation and test figure), summary.json, seeds.png and study.log.
 
