@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from textbox.config.checkpoint_family import Detected, FamilyError, compatible, detect
-from textbox.config.run_config import (LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run, is_run_directory,
-                                       resume_layer, run_of_checkpoint)
+from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
+                                       is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where
@@ -108,11 +108,14 @@ def run_layer(overall: Layer, user_layers: list[Layer], problems: list[str], not
         return layer
     checkpoint_run = run_of_checkpoint(model_path) if isinstance(model_path, str) else None
     if checkpoint_run is not None:
-        layer = checkpoint_layer(checkpoint_run, read_yaml, problems, training)
+        names_data = any(given(user_layers, key) is not None for key in DATA_NAMING)
+        layer = checkpoint_layer(checkpoint_run, read_yaml, problems, training, names_data)
         if layer is not None and not training:
             carried = ", ".join(f"{key}={value!r}" for key, value in layer.values.items())
+            data = (f"; it is tested on that run's data (dataset={layer.values['dataset']!r}): give --dataset or "
+                    f"--data_path for other data" if "dataset" in layer.values else "")
             notes.append(f"--model_path={model_path} is a checkpoint of the run {checkpoint_run}: its settings "
-                         f"apply unless this command sets them ({carried}; from {layer.origin})")
+                         f"apply unless this command sets them ({carried}; from {layer.origin}){data}")
         return layer
     return None
 

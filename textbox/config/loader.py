@@ -35,10 +35,11 @@ class Config(Mapping[str, Any]):
     """
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None,
-                 notes: Iterable[str] = ()):
+                 notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None):
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_sources", dict(sources or {}))
         object.__setattr__(self, "_notes", tuple(notes))
+        object.__setattr__(self, "_entry_sources", {key: dict(entries) for key, entries in (entry_sources or {}).items()})
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
@@ -49,7 +50,7 @@ class Config(Mapping[str, Any]):
             raise AttributeError(f"unknown config key {name!r}") from None
 
     def __reduce__(self):
-        return (Config, (self._values, self._sources, self._notes))
+        return (Config, (self._values, self._sources, self._notes, self._entry_sources))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
@@ -69,6 +70,12 @@ class Config(Mapping[str, Any]):
     def source_of(self, name: str) -> str:
         return self._sources.get(name, "default")
 
+    def entry_sources(self, name: str) -> dict[str, str]:
+        """For a dict key merged from several layers, the layer each of its entries came from ({} otherwise)."""
+        value = self._values.get(name)
+        entries = self._entry_sources.get(name, {})
+        return {entry: entries.get(entry, self.source_of(name)) for entry in value} if isinstance(value, dict) else {}
+
     def where(self, name: str) -> str:
         """Key ``name`` as messages name it: ``--name``, ``name (default)`` or ``name (from <file>)``."""
         return where(name, self._sources)
@@ -83,7 +90,8 @@ class Config(Mapping[str, Any]):
         """A copy with some keys changed (not re-validated: use for runtime-derived values only)."""
         values = {**self._values, **changes}
         sources = {**self._sources, **{k: "runtime" for k in changes}}
-        return Config(values, sources, self._notes)
+        entry_sources = {k: v for k, v in self._entry_sources.items() if k not in changes}
+        return Config(values, sources, self._notes, entry_sources)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self._values)
@@ -166,6 +174,9 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
     values = dict(DEFAULTS)
     sources: dict[str, str] = {}
+    entry_sources: dict[str, dict[str, str]] = {}
+    # A tested checkpoint's run config holds that run's merged dicts: a later layer's dict replaces them whole.
+    checkpoint_run = run.origin if run is not None and not run.resuming else None
     for origin, layer in layers:
         for key, value in layer.items():
             if key not in SCHEMA:
@@ -174,7 +185,16 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
                                 f"(python run_textbox.py --help lists every key)")
                 continue
             if SCHEMA[key].type == "dict" and isinstance(value, dict) and isinstance(values[key], dict):
-                value = {**values[key], **value}  # dict keys merge key by key: --config_kwargs={'d_model':64}
+                if checkpoint_run is not None and sources.get(key) == checkpoint_run:
+                    notes.append(f"{key}={value!r} ({origin}) replaces the tested run's {key}={values[key]!r} "
+                                 f"({checkpoint_run}) whole, not key by key")
+                    entry_sources[key] = {}
+                else:  # dict keys merge key by key: --config_kwargs={'d_model':64}
+                    entry_sources.setdefault(key, {entry: sources.get(key, "default") for entry in values[key]})
+                    value = {**values[key], **value}
+                entry_sources[key].update({entry: origin for entry in layer[key]})
+            else:
+                entry_sources.pop(key, None)
             values[key] = value
             sources[key] = origin
     values["config_files"] = extra_files
@@ -191,7 +211,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     # problem is reported in one go.
     checkable = {k: DEFAULTS[k] if k in mistyped else v for k, v in values.items()}
     problems.extend(check_semantics(checkable, sources))
-    return Resolution(Config(checkable, sources, notes), problems)
+    return Resolution(Config(checkable, sources, notes, entry_sources), problems)
 
 
 def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, Any], sources: dict[str, str],

@@ -26,6 +26,11 @@ RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
 # this command's own).
 CHECKPOINT_SETTINGS = ("model", "src_len", "tgt_len", "truncate", "prefix_prompt", "suffix_prompt",
                        "generation_kwargs")
+# The data a run's checkpoint is tested on, unless the command names other data (DATA_NAMING): a checkpoint trained
+# on samsum is tested on samsum, not on the built-in default dataset.
+CHECKPOINT_DATA = ("dataset", "data_path", "data_format", "hub_name", "hub_subset", "split_names", "src_field",
+                   "tgt_field", "group_references")
+DATA_NAMING = ("dataset", "data_path", "data_format", "hub_name")
 # What a resumed run may change: how long it trains, what it reports and tests, where it runs. Anything else
 # (model, data, optimiser, schedule, seed, batching) would make the continued run a different run.
 RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test", "metrics", "eval_batch_size",
@@ -95,13 +100,17 @@ def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: di
     return RunLayer(str(run_dir / RUN_CONFIG), values, saved, resuming=True, implied=implied)
 
 
-def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], training: bool) -> RunLayer | None:
+def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], training: bool,
+                     names_data: bool) -> RunLayer | None:
     """``--model_path=<run>/checkpoint_*``: the run's model family always; when testing or generating (not
-    training), also the settings that decide what the model reads and writes (lengths, prompts, generation)."""
+    training), also the settings that decide what the model reads and writes (lengths, prompts, generation), and
+    the run's data unless the command names data of its own (``names_data``)."""
     saved = read_run_config(run_dir, read_yaml, problems)
     if saved is None:
         return None
-    keys = () if training else CHECKPOINT_SETTINGS[1:]  # the model: the loader's family layer (from run config)
+    keys: tuple[str, ...] = ()
+    if not training:  # the model: the loader's family layer (from run config)
+        keys = CHECKPOINT_SETTINGS[1:] + (() if names_data else CHECKPOINT_DATA)
     return RunLayer(str(run_dir / RUN_CONFIG), {key: saved[key] for key in keys if key in saved}, saved)
 
 

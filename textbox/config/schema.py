@@ -68,7 +68,7 @@ _key("run", "model", "str", "transformer",
      "config.yaml); given, it must fit the checkpoint.")
 _key("run", "model_path", "str|None", None,
      "Hub id or local directory of a pretrained model (its family chooses --model when that is not given), a run's "
-     "checkpoint directory to test (that run's lengths, prompts and generation_kwargs apply unless given), or a run "
+     "checkpoint directory to test (that run's lengths, prompts, generation_kwargs and data apply unless given), or a run "
      "directory (saved/<run>, holding config.yaml and checkpoint_last/) to continue that run as --resume=True does.")
 _key("run", "from_scratch", "bool", False,
      "Build the model from model_path's config with freshly initialised weights.")

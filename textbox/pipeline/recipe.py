@@ -142,9 +142,19 @@ def config_summary(config: Config) -> str:
     """The keys that differ from their defaults and where each was set: what makes this run this run."""
     from textbox.config.schema import DEFAULTS
 
-    changed = [f"  {key} = {value!r}  ({config.source_of(key)})" for key, value in config.items()
+    changed = [f"  {key} = {value!r}  ({_origin(config, key)})" for key, value in config.items()
                if value != DEFAULTS[key]]
     return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])
+
+
+def _origin(config: Config, key: str) -> str:
+    """Where a key was set; a dict merged from several layers names the layer of each of its entries."""
+    by_origin: dict[str, list[str]] = {}
+    for entry, origin in config.entry_sources(key).items():
+        by_origin.setdefault(origin, []).append(str(entry))
+    if len(by_origin) < 2:
+        return config.source_of(key)
+    return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
 
 
 def _tracker_hparams(config: Config) -> dict[str, Any]:

@@ -127,3 +127,41 @@ def test_a_resumed_run_rewrites_config_yaml_only_when_it_changed(tmp_path, data_
     longer = load_config(["--resume=True", "--filename=first", f"--saved_dir={tmp_path / 'saved'}", "--epochs=5"])
     write_run_config(longer, run)
     assert yaml.safe_load((run / "config.yaml").read_text())["epochs"] == 5
+
+
+def test_generation_kwargs_given_when_testing_a_checkpoint_replace_the_runs_whole(tmp_path, data_dir):
+    """The run decoded with no_repeat_ngram_size=2; a test command that gives its own generation_kwargs decodes
+    with exactly those (they used to merge key by key, adding the run's no_repeat_ngram_size unasked)."""
+    run = write_run(tmp_path / "run", f"--data_path={data_dir}", "--generation_kwargs={'no_repeat_ngram_size': 2}")
+    testing = load_config([f"--model_path={run / 'checkpoint_best'}", "--do_train=False",
+                           "--generation_kwargs={'num_beams': 2, 'early_stopping': True}"])
+    assert testing.generation_kwargs == {"num_beams": 2, "early_stopping": True}
+    assert testing.source_of("generation_kwargs") == "command line"
+    assert any("replaces the tested run's generation_kwargs" in note for note in testing.notes)
+    unchanged = load_config([f"--model_path={run / 'checkpoint_best'}", "--do_train=False"])
+    assert unchanged.generation_kwargs == {"no_repeat_ngram_size": 2}  # not given: the run's own apply
+
+
+def test_merged_dicts_name_the_layer_of_each_entry(tmp_path):
+    from textbox.pipeline.recipe import config_summary
+
+    config = load_config(["--config_kwargs={'d_model': 64}"])
+    assert config.entry_sources("config_kwargs")["d_model"] == "command line"
+    assert config.entry_sources("config_kwargs")["encoder_layers"].endswith("transformer.yaml")
+    line = next(line for line in config_summary(config).splitlines() if line.startswith("  config_kwargs ="))
+    assert "d_model: command line" in line and "encoder_layers" in line and "transformer.yaml" in line
+
+
+def test_a_checkpoint_is_tested_on_its_runs_data_unless_the_command_names_other_data(tmp_path, data_dir):
+    """TextBox's partial experiment (--model_path=<run>/checkpoint_best --do_train=False --do_valid=False, no
+    --dataset) tested a checkpoint trained on other data on the built-in pydoc set without a word."""
+    run = write_run(tmp_path / "run", f"--data_path={data_dir}", "--data_format=plain")
+    testing = load_config([f"--model_path={run / 'checkpoint_best'}", "--do_train=False", "--do_valid=False"])
+    assert (testing.dataset, testing.data_path, testing.data_format) == ("toy", str(data_dir), "plain")
+    assert any("tested on that run's data (dataset='toy')" in note for note in testing.notes)
+    other = tmp_path / "other"
+    shutil.copytree(data_dir, other)
+    elsewhere = load_config([f"--model_path={run / 'checkpoint_best'}", "--do_train=False", f"--data_path={other}"])
+    assert (elsewhere.dataset, elsewhere.data_path) == ("other", str(other))
+    named = load_config([f"--model_path={run / 'checkpoint_best'}", "--do_train=False", "--dataset=pydoc"])
+    assert (named.dataset, named.data_path) == ("pydoc", None)
