@@ -93,6 +93,44 @@ def test_a_bad_model_path_fails_before_anything_is_written(bad_model_path_run):
     assert not (work / "saved").exists()
 
 
+def _small_bart_checkpoint(path: Path, texts: list[str], **config) -> Path:
+    """A save_pretrained BART directory (16 positions unless ``config`` says otherwise) with a BPE tokenizer."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    from textbox.model.tokenizer import train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(texts, vocab_size=300, min_frequency=1, cache_dir=path.parent / "cache",
+                                    log=lambda _: None)
+    sizes = dict(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
+                 encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                 max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                 bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=tokenizer.eos_token_id)
+    BartForConditionalGeneration(BartConfig(**{**sizes, **config})).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("problem, arguments, message", [
+    ("positions", ["--src_len=24", "--tgt_len=8"],
+     "error: --src_len=24 exceeds the 16 positions of the model's encoder"),
+    ("model_type", ["--src_len=16", "--tgt_len=8"], "says model_type 'bart_v9', which transformers"),
+])
+def test_a_checkpoint_that_cannot_run_these_settings_fails_before_anything_is_written(tmp_path, problem, arguments,
+                                                                                     message):
+    """Sources beyond the model's position table failed with an IndexError in the first step, after the run
+    directory was made; a config.json whose model_type transformers does not know gave two tracebacks (exit 1)."""
+    data = make_copy_dataset(tmp_path / "copy")
+    checkpoint = _small_bart_checkpoint(tmp_path / "checkpoint", (data / "train.src").read_text().splitlines())
+    if problem == "model_type":
+        config = json.loads((checkpoint / "config.json").read_text())
+        (checkpoint / "config.json").write_text(json.dumps({**config, "model_type": "bart_v9"}))
+    done = run_script([f"--model_path={checkpoint}", "--model=seq2seq", f"--data_path={data}", "--tracker=none",
+                       *arguments], cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "saved").exists()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA devices")
 def test_gpu_id_on_a_machine_without_cuda_is_refused_before_anything_is_written(tmp_path):
     done = run_script(["--gpu_id=5", "--filename=gpu"], cwd=tmp_path, timeout=300)

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from textbox.model.efficient_checkpoint import checkpoint_record
+from textbox.model.positions import check_position_limits
 from textbox.model.record import BuiltModel, TrainingTexts
 from textbox.model.registry import get_builder
 
@@ -23,6 +24,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
 
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
+    check_position_limits(config, built.model)
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
     if config.efficient_methods:

@@ -38,6 +38,11 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
     except TextBoxUserError:
         raise
     except (OSError, ValueError, RuntimeError, _safetensor_error()) as error:
+        unknown = _unknown_model_type(local)
+        if unknown is not None:
+            raise TextBoxUserError(f"{named}: {local / 'config.json'} says model_type {unknown!r}, which transformers "
+                                   f"{_transformers_version()} does not know; correct model_type in that file, or "
+                                   f"install a transformers release that has this architecture") from error
         damaged = damaged_files(local) if local.is_dir() else []
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         if damaged:
@@ -77,6 +82,33 @@ def _load_efficient(load: Callable[..., Any], path: str | Path, **kwargs: Any) -
     if not isinstance(loaded, torch.nn.Module):
         return loaded
     return attach_trained_parameters(loaded, directory)
+
+
+def _unknown_model_type(directory: Path) -> str | None:
+    """The model_type of ``directory``'s config.json when transformers has no class for it (else None)."""
+    import json
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    try:
+        model_type = json.loads((directory / "config.json").read_text(encoding="utf-8-sig")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return model_type if isinstance(model_type, str) and model_type not in CONFIG_MAPPING_NAMES and \
+        model_type not in _registered_model_types() else None
+
+
+def _registered_model_types() -> set[str]:
+    """Types registered at run time (AutoConfig.register: the RNN checkpoints)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return set(getattr(CONFIG_MAPPING, "_extra_content", {}))
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 def _loads_tokenizer(load: Callable[..., Any]) -> bool:
