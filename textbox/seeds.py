@@ -2,8 +2,8 @@
 
 The seeds are --seed, --seed+1, ..., --seed+N-1: the first run is the plain run, and any one of them is
 reproduced alone by ``python run_textbox.py --seed=<s>`` with the same keys. Consecutive seeds share no random
-stream (weights, dropout, data order: textbox.utils.seeding), so the spread is that of independent runs. The study directory
-(saved_dir/multi_seed-<timestamp>, or saved_dir/filename) holds seed-<s>/ run directories, seeds.csv
+stream (weights, dropout, data order: textbox.data.batching), so the spread is that of independent runs. The study
+directory (saved_dir/multi_seed-<timestamp>, or saved_dir/filename) holds seed-<s>/ run directories, seeds.csv
 (seed, status, every validation and test figure), summary.json, seeds.png and study.log.
 
 Per figure: mean, sample standard deviation (n-1), min, max and the 95% t-interval of the mean,

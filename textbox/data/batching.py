@@ -2,8 +2,13 @@
 
 Padding is wasted compute: a batch costs ``examples x (longest source + longest target)`` tokens whatever its
 examples' real lengths. Sorting by length before cutting batches keeps that waste small; shuffling examples of
-equal lengths and the order of the batches keeps training random. Both samplers yield whole batches, and
-``accelerate.prepare`` deals whole batches round-robin to the processes (equal numbers on each).
+equal lengths and the order of the batches keeps training random. Every sampler yields whole batches, and
+``accelerate.prepare`` deals whole batches round-robin to the processes.
+
+Each process must get as many batches as the others (DDP steps together). accelerate would even them out by training
+the first batches (or examples) of the epoch twice; the samplers here round an epoch up with fillers instead:
+position ``len(data) + i`` is example i with every target token ignored (``filler``), which trains and scores
+nothing, so that every example counts exactly once on any number of processes.
 """
 from __future__ import annotations
 
@@ -76,6 +81,82 @@ def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray,
     return source, target, bucket
 
 
+def filler(example: dict[str, Any]) -> dict[str, Any]:
+    """``example`` with every target token ignored: a batch member that adds nothing to the loss."""
+    return {**example, "labels": [IGNORE_INDEX] * len(example["labels"])}
+
+
+def _rounded_up(batches: list[list[int]], count: int, num_processes: int) -> list[list[int]]:
+    """``batches`` followed by filler copies of the first ones (positions count + i), up to a multiple of
+    ``num_processes``: equal shares for the processes without training any example twice."""
+    fillers = [[count + index for index in batches[k % len(batches)]] for k in range(-len(batches) % num_processes)]
+    return batches + fillers
+
+
+class EpochOrder(Sampler[int]):
+    """The examples in a random order of their own for every (seed, epoch): identical on every process and on
+    resume, and independent across seeds (seed 7's epoch 1 is not seed 8's epoch 0)."""
+
+    def __init__(self, count: int, seed: int):
+        self.count, self.seed, self.epoch = count, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng((self.seed, self.epoch))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rng().permutation(self.count).tolist())
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class ShuffledBatchSampler:
+    """Training batches of ``size`` examples in a random order per (seed, epoch), the last one smaller, rounded up
+    to a multiple of ``num_processes`` with fillers. (No ``batch_size`` attribute: accelerate would then pad the
+    last batch with repeated examples; the order lives in ``self.sampler``, where accelerate forwards set_epoch.)"""
+
+    def __init__(self, count: int, size: int, seed: int, num_processes: int = 1):
+        self.sampler, self.size, self.num_processes = EpochOrder(count, seed), size, num_processes
+
+    def set_epoch(self, epoch: int) -> None:
+        self.sampler.set_epoch(epoch)
+
+    def batches(self) -> list[list[int]]:
+        order = list(self.sampler)
+        batches = [order[start:start + self.size] for start in range(0, len(order), self.size)]
+        return _rounded_up(batches, self.sampler.count, self.num_processes)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches())
+
+    def __len__(self) -> int:
+        batches = -(-self.sampler.count // self.size)
+        return batches + (-batches % self.num_processes)
+
+
+class TrainExamples:
+    """The training split as its loader reads it: position ``len(data) + i`` is example i as a filler."""
+
+    def __init__(self, data: Any):
+        self.data = data
+
+    def __getitems__(self, positions: list[int]) -> list[dict[str, Any]]:
+        count = len(self.data)
+        wanted = [position % count for position in positions]
+        getitems = getattr(self.data, "__getitems__", None)  # a datasets.Dataset reads a batch at once
+        examples = getitems(wanted) if getitems is not None else [self.data[index] for index in wanted]
+        return [example if position < count else filler(example) for position, example in zip(positions, examples)]
+
+    def __getitem__(self, position: int) -> dict[str, Any]:
+        return self.__getitems__([position])[0]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
 class LengthSortedOrder(Sampler[int]):
     """Example indices in _sort_keys order; examples of equal lengths are shuffled anew for every (seed, epoch).
     The sequence of lengths, hence the batch boundaries, is the same every epoch."""
@@ -116,8 +197,10 @@ class TokenBudgetBatchSampler:
     per-process wrapper forwards ``set_epoch`` to ``batch_sampler.sampler``.
     """
 
-    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, seed: int):
+    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, seed: int,
+                 num_processes: int = 1):
         source_lengths, target_lengths = np.asarray(source_lengths), np.asarray(target_lengths)
+        self.num_processes = num_processes
         least_padded = None
         for width in BUCKET_WIDTHS:
             order = np.lexsort(_sort_keys(source_lengths, target_lengths, width))
@@ -132,16 +215,17 @@ class TokenBudgetBatchSampler:
         self.sampler.set_epoch(epoch)
 
     def batches(self) -> list[list[int]]:
-        """This epoch's batches, in the order they are trained on."""
+        """This epoch's batches, in the order they are trained on (fillers last)."""
         rng = self.sampler.rng()
         order = self.sampler.sorted_indices(rng).tolist()
-        return [order[start:end] for start, end in (self.spans[i] for i in rng.permutation(len(self.spans)))]
+        batches = [order[start:end] for start, end in (self.spans[i] for i in rng.permutation(len(self.spans)))]
+        return _rounded_up(batches, len(self.sampler), self.num_processes)
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter(self.batches())
 
     def __len__(self) -> int:
-        return len(self.spans)
+        return len(self.spans) + (-len(self.spans) % self.num_processes)
 
 
 def _padded_tokens(source_lengths: np.ndarray, target_lengths: np.ndarray, spans: list[tuple[int, int]]) -> int:
@@ -214,8 +298,7 @@ class EvalExamples:
     def __getitem__(self, position: int) -> dict[str, Any]:
         if position < len(self.data):
             return {**self.data[position], "index": position}
-        example = self.data[position - len(self.data)]
-        return {**example, "labels": [IGNORE_INDEX] * len(example["labels"]), "index": FILLER_INDEX}
+        return {**filler(self.data[position - len(self.data)]), "index": FILLER_INDEX}
 
     def __len__(self) -> int:
         return len(self.data)

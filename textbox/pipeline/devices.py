@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 from textbox.config import Config, TextBoxUserError
-from textbox.utils.seeding import DATA_ORDER, derived_seed
 
 
 def export_gpu_id(config: Config) -> None:
@@ -101,7 +100,5 @@ def build_accelerator(config: Config) -> Any:
         project_dir=config.saved_dir,  # moved to the run directory once its name is agreed on (run())
         # No gradient_accumulation_steps: the Trainer accumulates itself, weighting every target token alike.
         kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
-        # The sampler seeds epoch e with data_seed + e: a derived seed keeps nearby --seed values' orders apart.
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True,
-                                                  data_seed=derived_seed(config.seed, DATA_ORDER)),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )

@@ -1,5 +1,6 @@
 """The training DataLoader: shuffled batches of train_batch_size, or token-budget batches (max_tokens); either way
-the order depends only on the seed and the epoch, so that a resumed run sees the batches an uninterrupted one would."""
+the order depends only on the seed and the epoch, so that a resumed run sees the batches an uninterrupted one would,
+and every example trains once per epoch on any number of processes."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -15,25 +16,28 @@ Batch = TypeVar("Batch")
 
 def train_loader(config: Config, accelerator: Accelerator, data: Any, collator: Any,
                  log: Callable[[str], None]) -> DataLoader:
-    # Its own generator: creating an epoch iterator must not draw from the global RNG (dropout),
+    """Batches of train_batch_size examples, or token-budget batches (max_tokens), every process getting as many
+    (rounded up with fillers that train nothing: textbox.data.batching), whatever the number of examples."""
+    from textbox.data.batching import (ShuffledBatchSampler, TokenBudgetBatchSampler, TrainExamples, column_lengths,
+                                       padding_fraction)
+
+    processes = accelerator.num_processes
+    if config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
+        sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
+        batches = TokenBudgetBatchSampler(sources, targets, config.max_tokens, config.seed, processes)
+        real = len(batches.spans)
+        log(f"max_tokens={config.max_tokens}: {real} batches per epoch of {len(data) / real:.1f} examples on "
+            f"average, {padding_fraction(batches.batches()[:real], sources, targets):.1%} of their tokens padding")
+    else:
+        batches = ShuffledBatchSampler(len(data), config.train_batch_size, config.seed, processes)
+    # Its own generator: creating an epoch iterator (worker seeds) must not draw from the global RNG (dropout),
     # or a resumed run would diverge from an uninterrupted one.
     generator = torch.Generator().manual_seed(config.seed)
     # Page-locked batches copy to a GPU asynchronously; on a CPU there is nothing to copy. (Asked of the
     # accelerator, not of torch.cuda at import: CUDA must not start before --gpu_id is exported.)
     pin_memory = accelerator.device.type == "cuda"
-    if config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
-        from textbox.data.batching import TokenBudgetBatchSampler, column_lengths, padding_fraction
-
-        sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
-        batches = TokenBudgetBatchSampler(sources, targets, config.max_tokens, config.seed)
-        log(f"max_tokens={config.max_tokens}: {len(batches)} batches per epoch of {len(data) / len(batches):.1f} "
-            f"examples on average, {padding_fraction(batches.batches(), sources, targets):.1%} of their tokens "
-            f"padding")
-        loader = DataLoader(data, batch_sampler=batches, generator=generator, collate_fn=collator,
-                            num_workers=config.num_workers, pin_memory=pin_memory)
-        return accelerator.prepare(loader)
-    loader = DataLoader(data, batch_size=config.train_batch_size, shuffle=True, generator=generator,
-                        collate_fn=collator, num_workers=config.num_workers, pin_memory=pin_memory)
+    loader = DataLoader(TrainExamples(data), batch_sampler=batches, generator=generator, collate_fn=collator,
+                        num_workers=config.num_workers, pin_memory=pin_memory)
     return accelerator.prepare(loader)
 
 

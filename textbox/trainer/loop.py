@@ -25,6 +25,7 @@ from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves
 from textbox.utils.compile_time import compilation_seconds
+from textbox.utils.labels import IGNORE_INDEX
 
 
 class Trainer:
@@ -186,7 +187,7 @@ class Trainer:
                 batch_loss = sums.sum()
                 if torch.isfinite(batch_loss):
                     loss_sum, tokens = loss_sum + batch_loss.item(), tokens + target_tokens(batch)
-                    examples += batch["labels"].shape[0]
+                    examples += int((batch["labels"] != IGNORE_INDEX).any(dim=1).sum())  # fillers count none
                 else:
                     nonfinite += 1
                     # No update from this batch, yet every parameter takes part so that DDP still all-reduces.

@@ -186,3 +186,35 @@ def test_the_trainer_loader_leaves_the_global_rng_to_dropout(tmp_path):
     assert torch.equal(torch.random.get_rng_state(), state)
     assert len(batches) == len(loader)
     assert all(batch["input_ids"].numel() + batch["labels"].numel() <= 300 for batch in batches)
+
+
+@pytest.mark.parametrize("count, size, processes", [(20, 3, 2), (21, 3, 2), (7, 1, 4), (5, 8, 3)])
+def test_shuffled_batches_cover_every_example_once_in_equal_shares(count, size, processes):
+    from textbox.data.batching import ShuffledBatchSampler
+
+    sampler = ShuffledBatchSampler(count, size, seed=1, num_processes=processes)
+    batches = sampler.batches()
+    assert len(batches) == len(sampler) and len(batches) % processes == 0
+    real = [index for batch in batches for index in batch if index < count]
+    assert sorted(real) == list(range(count))  # each example once; the rest are fillers (positions >= count)
+    assert all(len(batch) <= size for batch in batches)
+
+
+def test_token_budget_batches_are_rounded_up_with_fillers():
+    sources, targets = np.array([5, 9, 7, 6, 8]), np.array([3, 4, 2, 5, 3])
+    one = TokenBudgetBatchSampler(sources, targets, max_tokens=13, seed=0)  # one example per batch
+    two = TokenBudgetBatchSampler(sources, targets, max_tokens=13, seed=0, num_processes=2)
+    assert len(one) == 5 and len(two) == 6
+    assert two.batches()[:5] == one.batches() and two.batches()[5] == [5 + i for i in one.batches()[0]]
+
+
+def test_a_training_filler_is_its_example_with_every_target_token_ignored():
+    import datasets
+
+    from textbox.data.batching import TrainExamples
+
+    table = datasets.Dataset.from_dict({"input_ids": [[1, 2], [3]], "labels": [[4, 5], [6]]})
+    examples = TrainExamples(table)
+    assert examples.__getitems__([1, 2, 3]) == [{"input_ids": [3], "labels": [6]},
+                                              {"input_ids": [1, 2], "labels": [-100, -100]},
+                                              {"input_ids": [3], "labels": [-100]}]

@@ -1,0 +1,60 @@
+"""Worker of test_trainer_defects: one SGD step (lr 1: the update is the gradient) of a tiny BART over 7 examples,
+on one process in one batch (``alone``) or on 2 processes in 7 batches of one example (``shuffled``) or in token-budget
+batches (``budget``), one accumulation window each; the main process saves the updated weights to ``out`` and prints
+the number of batches of the epoch.
+
+usage: python odd_batches_worker.py alone|shuffled|budget OUT TOKENIZER_CACHE
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from transformers import BartConfig, BartForConditionalGeneration
+
+from textbox.data.collate import Seq2SeqCollator
+from textbox.model.tokenizer import train_bpe_tokenizer
+from textbox.trainer import loop
+from textbox.data.split import Split
+from tests.unit.trainer.tiny import TINY_BART, WORDS, reverse_words_split, trainer_config
+
+
+def main(mode: str, out: Path, cache: Path) -> None:
+    torch.set_num_threads(1)
+    tokenizer = train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
+                                    cache_dir=cache, log=lambda _: None)
+    split = Split("train", [" ".join(WORDS[i:i + 4]) for i in range(7)],  # similar lengths: see "budget"
+                  [[" ".join(reversed(WORDS[i:i + 4]))] for i in range(7)])
+    sources, targets = tokenizer(split.sources)["input_ids"], tokenizer([t[0] for t in split.targets])["input_ids"]
+    data = [{"input_ids": source, "labels": target} for source, target in zip(sources, targets)]
+    batching = {
+        "alone": {"train_batch_size": 7},
+        "shuffled": {"train_batch_size": 1, "accumulation_steps": 8},  # 7 batches: 4 on one process, 3 on the other
+        # a budget that holds any one example but no two: 7 batches
+        "budget": {"max_tokens": max(len(s) + len(t) for s, t in zip(sources, targets)), "accumulation_steps": 8},
+    }[mode]
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(BartConfig(
+        vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, **TINY_BART))
+    accelerator = Accelerator(cpu=True)
+    config = trainer_config(optimizer="sgd", learning_rate=1.0, **batching)
+    run_dir = out.parent / f"run-{mode}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = loop.Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir,
+                           logging.getLogger("textbox.tests"))
+    assert trainer.fit(data, None).step == 1
+    if accelerator.is_main_process:
+        torch.save(dict(accelerator.unwrap_model(trainer.model).named_parameters()), out)
+        if mode == "budget":
+            from textbox.data.batching import TokenBudgetBatchSampler, column_lengths
+
+            lengths = column_lengths(data, "input_ids"), column_lengths(data, "labels")
+            print(f"batches: {len(TokenBudgetBatchSampler(*lengths, config.max_tokens, 0).spans)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))
