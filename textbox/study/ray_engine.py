@@ -25,6 +25,8 @@ def ray_session(engine: Engine) -> Iterator[None]:
     """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it."""
     os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")  # trials keep the driver's directory: relative paths hold
     try:
+        if engine.address:
+            _check_answers(engine.address)
         # "local": a new instance even where an earlier `ray start` left its address behind (ray.init() with no
         # address would join that one, and wait without end when it is gone)
         ray.init(address=engine.address or "local", include_dashboard=False, log_to_driver=False,
@@ -38,6 +40,28 @@ def ray_session(engine: Engine) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+ANSWER_SECONDS = 10.0
+
+
+def _check_answers(address: str) -> None:
+    """ray.init waits without end where nothing answers at a cluster's address (measured: still waiting after 10
+    minutes on a closed port); one TCP connection first bounds the wait. 'auto' is the address of the cluster
+    `ray start` left on this machine (ConnectionError when there is none)."""
+    import socket
+
+    from ray._private.services import canonicalize_bootstrap_address_or_die
+
+    target = address.removeprefix("ray://")
+    if target == "auto":
+        target = canonicalize_bootstrap_address_or_die("auto")
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=ANSWER_SECONDS):
+            pass
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"nothing answers at {target} within {ANSWER_SECONDS:.0f} s ({error})") from None
 
 
 def _task_options(resources: dict[str, float]) -> dict[str, Any]:

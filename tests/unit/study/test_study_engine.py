@@ -91,3 +91,23 @@ def test_a_study_started_by_a_launcher_is_refused_once_before_anything_starts(tm
     assert done.stderr.count("this study was started as 2 processes (accelerate launch or torchrun)") == 1
     assert "--workers=N or --engine=ray" in done.stderr  # (accelerate's launcher adds its own ChildFailedError)
     assert not (tmp_path / "saved").exists()
+
+
+def test_a_ray_address_where_nothing_answers_is_refused_in_bounded_time():
+    """ray.init waited without end (over 10 minutes measured) on an address where no cluster answers."""
+    import socket
+    import time
+
+    from textbox.config import TextBoxUserError
+    from textbox.study.engine import Engine
+    from textbox.study.ray_engine import ray_session
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(TextBoxUserError, match=f"--ray_address=127.0.0.1:{port}: nothing answers at "
+                                               f"127.0.0.1:{port} within 10 s"):
+        with ray_session(Engine("ray", f"127.0.0.1:{port}", DEFAULT_RESOURCES)):
+            pass
+    assert time.monotonic() - started < 30
