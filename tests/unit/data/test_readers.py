@@ -211,3 +211,34 @@ def test_read_lines_reads_stdin_for_a_dash_and_names_undecodable_lines(tmp_path,
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\n")))
     with pytest.raises(DataError, match=r"stdin:2: bytes b'\\xff' are not UTF-8"):
         read_lines("-")
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path, monkeypatch):
+    """Files saved with a UTF-8 byte-order mark: the mark is neither in the first source nor in the first reference
+    (a list literal after it still gives several references), stdin and undecodable-line numbers included."""
+    import io
+    import sys
+
+    from textbox.data.readers import read_lines
+
+    bom = b"\xef\xbb\xbf"
+    write_plain(tmp_path, "test", bom + b"a b\nc d\n", bom + b"['x', 'y']\nz\n")
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["a b", "c d"]
+    assert split.targets == [["x", "y"], ["z"]]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bom + b"a\r\nb\n")))
+    assert read_lines("-") == ["a", "b"]
+    (tmp_path / "bad.txt").write_bytes(bom + b"fine\n\xff\n")
+    with pytest.raises(DataError, match=r"bad\.txt:2: bytes b'\\xff' are not UTF-8"):
+        read_lines(tmp_path / "bad.txt")
+
+
+@pytest.mark.parametrize("extension", ["json", "jsonl", "csv"])
+def test_tabular_files_with_a_byte_order_mark(tmp_path, extension):
+    """The datasets readers skip the mark (a guard: the first column name or value must not carry it)."""
+    write_tabular(tmp_path / f"test.{extension}", extension, RECORDS)
+    path = tmp_path / f"test.{extension}"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["first source", "second source"]
+    assert split.targets == [["one"], ["two a", "two b"]]

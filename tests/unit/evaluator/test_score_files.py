@@ -97,3 +97,14 @@ def test_module_entry_point_exits_2_without_traceback(files):
                                capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert completed.returncode == 2
     assert "--ref=<file> is required" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path, capsys):
+    """A reference file saved with a UTF-8 byte-order mark (Windows editors do) scores 100 against the same lines
+    without one: the mark is not part of the first reference (it was: BLEU 99.76 on these 50 lines)."""
+    lines = "".join(f"sentence number {i} is about a cat on a mat\n" for i in range(50))
+    (tmp_path / "hyp.txt").write_text(lines, encoding="utf-8")
+    (tmp_path / "ref.txt").write_text(lines, encoding="utf-8-sig")
+    assert (tmp_path / "ref.txt").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert main([f"--hyp={tmp_path / 'hyp.txt'}", f"--ref={tmp_path / 'ref.txt'}", "--metrics=['bleu']"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["scores"]["bleu"] == pytest.approx(100.0)
