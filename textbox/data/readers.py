@@ -212,10 +212,8 @@ def _check(name: str, raw: _RawSplit) -> Split:
 
 
 def _references(target: Any, where: str) -> list[str]:
-    """A target as a list of references: a list, a list literal such as "['a b', 'c d']", or one text."""
-    if isinstance(target, str):
-        target = _list_literal(target) or target
-    references = [target] if isinstance(target, str) else target
+    """A target as a list of references: a list (json, parquet), or a text read by ``parse_references``."""
+    references = parse_references(target) if isinstance(target, str) else target
     if not isinstance(references, (list, tuple)) or not references or \
             not all(isinstance(reference, str) and reference.strip() for reference in references):
         raise DataError(f"{where}: the target is empty or not text ({target!r:.60}); "
@@ -223,14 +221,16 @@ def _references(target: Any, where: str) -> list[str]:
     return list(references)
 
 
-def _list_literal(text: str) -> list[str] | None:
-    """The references in ``text`` if it is a Python list literal of strings, else None (it is plain text)."""
-    if not (text.startswith("[") and text.endswith("]")):
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return value
-    return None
+def parse_references(text: str) -> list[str]:
+    """The references a target text holds: those of a Python list literal of strings, whitespace around it
+    allowed ("['a cat', 'the cat']"), else the text itself as written ("[laughs] a cat" is one reference).
+    The one parser of reference texts: a run's dataset targets and the files textbox-evaluate scores."""
+    literal = text.strip()
+    if literal.startswith("[") and literal.endswith("]"):
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = None
+        if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+            return value
+    return [text]

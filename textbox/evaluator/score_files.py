@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from textbox.config.argv import parse_argv, parse_value
+from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
 from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.data.readers import read_lines
+from textbox.data.readers import parse_references, read_lines
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
 from textbox.utils.suggest import suggest
 
@@ -66,14 +66,6 @@ def evaluate_files(argv: Sequence[str]) -> MetricReport:
         raise DataError("the files must have one line per example, but they have "
                         + ", ".join(f"{count} lines (--{name}={paths[name]})" for name, count in counts.items()))
     return compute_metrics(options["metrics"], hypotheses, references, sources, options)
-
-
-def parse_references(line: str) -> list[str]:
-    """A line that is a Python list of strings holds several references; any other line is one reference."""
-    value: Any = parse_value(line.strip()) if line.lstrip().startswith("[") else line
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return value
-    return [line]
 
 
 def format_table(scores: dict[str, float]) -> str:
