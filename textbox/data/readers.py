@@ -14,12 +14,15 @@ from typing import Any, Callable, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
 
 SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
 QUICK_TEST_EXAMPLES = 32
+COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular and hub readers only
+HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only
 
 
 @dataclass
@@ -61,6 +64,34 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
             split = group_references(split)
         splits[name] = _first_examples(split, config.quick_test)
     return splits
+
+
+def key_problems(config: Config) -> list[str]:
+    """Data keys set (away from their defaults) that the dataset's format would not read: refused before anything
+    runs, as a setting given must be honoured (--hub_name without --data_format=hub trained on another dataset)."""
+    given = [key for key in (*COLUMN_KEYS, *HUB_KEYS) if config[key] != DEFAULTS[key]]
+    if not given or config["data_format"] == "hub":
+        return []
+    problems = [f"{config.where(key)} is read from hub datasets only (data_format=hub), but data_format is "
+                f"{config['data_format']}: set --data_format=hub or remove {key}" for key in given if key in HUB_KEYS]
+    columns = [key for key in given if key in COLUMN_KEYS]
+    if columns and _resolved_format(config) == "plain":
+        problems += [f"{config.where(key)} names a column of json/jsonl/csv/parquet/hub data, but "
+                     f"{dataset_directory(config)} holds plain files (<split>.src and <split>.tgt: one source or "
+                     f"target per line, no columns): remove {key}" for key in columns]
+    return problems
+
+
+def _resolved_format(config: Config) -> str | None:
+    """The format read_splits will read (None where it cannot tell yet: the directory's own check names it)."""
+    if config["data_format"] != "auto":
+        return config["data_format"]
+    if config["data_path"] is None and config["dataset"] in BUILTIN_DATASETS:
+        return "plain"
+    try:
+        return detect_format(dataset_directory(config), SPLITS)
+    except DataError:
+        return None
 
 
 def detect_format(directory: Path, names: Sequence[str]) -> str:

@@ -242,3 +242,32 @@ def test_tabular_files_with_a_byte_order_mark(tmp_path, extension):
     split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
     assert split.sources == ["first source", "second source"]
     assert split.targets == [["one"], ["two a", "two b"]]
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("--hub_name=knkarthick/samsum", r"--hub_name is read from hub datasets only \(data_format=hub\), but "
+                                     r"data_format is auto: set --data_format=hub or remove hub_name"),
+    ("--hub_subset=en", r"--hub_subset is read from hub datasets only"),
+    ("--split_names={'train': 'train', 'valid': 'dev', 'test': 'test'}", r"--split_names is read from hub"),
+    ("--src_field=dialogue", r"--src_field names a column of json/jsonl/csv/parquet/hub data, but .* holds plain "
+                             r"files .*: remove src_field"),
+    ("--tgt_field=summary", r"--tgt_field names a column"),
+])
+def test_data_keys_that_the_format_would_not_read_are_refused(tmp_path, setting, message):
+    """They were ignored without a word: --hub_name without --data_format=hub read the local files instead."""
+    from textbox.checks import load_checked_config
+    from textbox.config.errors import ConfigError
+
+    write_plain(tmp_path, "train", "a\n", "b\n")
+    with pytest.raises(ConfigError, match=message):
+        load_checked_config([f"--data_path={tmp_path}", setting])
+
+
+def test_data_keys_are_accepted_where_the_format_reads_them(tmp_path):
+    from textbox.checks import load_checked_config
+
+    (tmp_path / "test.jsonl").write_text(json.dumps({"dialogue": "hi there", "summary": "greeting"}) + "\n")
+    config = load_checked_config([f"--data_path={tmp_path}", "--src_field=dialogue", "--tgt_field=summary"])
+    assert read_splits(config, ("test",))["test"].targets == [["greeting"]]
+    load_checked_config(["--data_format=hub", "--hub_name=user/set", "--hub_subset=en", "--src_field=dialogue",
+                         "--split_names={'train': 'train', 'valid': 'dev', 'test': 'test'}"])
