@@ -14,7 +14,8 @@ the source is encoded as for any other model, within ``src_len``.
 
 The cache key covers everything the result depends on: the split's text, the tokenizer's saved files,
 src_len, tgt_len, truncate, the prompts and the target layout (decoder-only or not). Entries are written
-atomically, so several processes (or a killed one) never leave a partial entry behind.
+atomically, so several processes (or a killed one) never leave a partial entry behind, and checked when read: a
+damaged one is tokenised again.
 """
 from __future__ import annotations
 
@@ -46,14 +47,35 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: Any,
     tokenized = {}
     for name, split in splits.items():
         path = Path(config.cache_dir) / "tokenized" / f"{name}-{cache_key(config, split, tokenizer_digest)}"
-        if path.is_dir():
-            log(f"loaded tokenized {name} from cache {path}")
-        else:
+        cached = _cached(path, split, log)
+        if cached is None:
             with atomic_directory(path) as staging:
                 _tokenize(config, split, tokenizer, path.name).save_to_disk(str(staging))
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
-        tokenized[name] = datasets.load_from_disk(str(path))
+            cached = datasets.load_from_disk(str(path))
+        tokenized[name] = cached
     return tokenized
+
+
+def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.Dataset | None":
+    """The cache entry at ``path`` when it is there and whole: it loads, with its two columns and one row per
+    example. A damaged one (a truncated or missing file, as a failing disk or a partial copy leaves it) is
+    reported and None returned, so that it is rebuilt instead of failing every later run."""
+    import datasets
+
+    if not path.is_dir():
+        return None
+    try:
+        data = datasets.load_from_disk(str(path))
+    except (OSError, ValueError) as error:  # what pyarrow and datasets raise for missing or unreadable files
+        log(f"the tokenized cache entry {path} is damaged ({type(error).__name__}: {error}); tokenizing again")
+        return None
+    if data.column_names != ["input_ids", "labels"] or data.num_rows != len(split):
+        log(f"the tokenized cache entry {path} is damaged ({data.num_rows} rows of {data.column_names}, expected "
+            f"{len(split)} of input_ids, labels); tokenizing again")
+        return None
+    log(f"loaded tokenized {split.name} from cache {path}")
+    return data
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
