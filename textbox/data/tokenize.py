@@ -12,14 +12,15 @@ For a decoder-only model (textbox.model.causal_lm), which reads source and targe
 its text tokens without special tokens (no <s> between source and target) followed by eos, within ``tgt_len``;
 the source is encoded as for any other model, within ``src_len``.
 
-The cache key covers everything the result depends on: the split's text, the tokenizer's saved files,
-src_len, tgt_len, truncate, the prompts and the target layout (decoder-only or not). Entries are written
-atomically, so several processes (or a killed one) never leave a partial entry behind, and checked when read: a
-damaged one is tokenised again.
+The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
+releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
+layout (decoder-only or not). Entries are written atomically, so several processes (or a killed one) never leave
+a partial entry behind, and checked when read: a damaged one is tokenised again.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
@@ -104,6 +105,7 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
     recipe = {
         "layout": CACHE_LAYOUT_VERSION,
         "tokenizer": tokenizer_digest,
+        "libraries": library_versions(),
         "settings": [config.src_len, config.tgt_len, config.truncate, config.prefix_prompt, config.suffix_prompt],
         "sources": split.sources,
         "targets": [references[0] for references in split.targets],
@@ -111,6 +113,12 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
+
+
+def library_versions() -> list[str]:
+    """The releases of the libraries that turn a tokenizer's files into token ids: another release may encode
+    the same files differently, so its entries are its own."""
+    return [f"{name} {importlib.metadata.version(name)}" for name in ("tokenizers", "transformers")]
 
 
 def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) -> "datasets.Dataset":

@@ -155,6 +155,18 @@ def test_cache_is_hit_for_the_same_inputs_and_missed_for_any_change(tmp_path):
     assert run(splits=other_reference)[1].startswith("loaded tokenized valid")  # only the first is tokenised
 
 
+def test_another_release_of_the_tokenizer_libraries_has_its_own_entries(tmp_path, monkeypatch):
+    """The same tokenizer files may encode differently under another tokenizers/transformers release."""
+    import textbox.data.tokenize
+
+    config, tokenizer = make_config(tmp_path), word_tokenizer()
+    tokenize_splits(config, SPLITS, tokenizer, log=print)
+    monkeypatch.setattr(textbox.data.tokenize, "library_versions", lambda: ["tokenizers 99.0", "transformers 5.24"])
+    messages: list[str] = []
+    tokenize_splits(config, SPLITS, tokenizer, log=messages.append)
+    assert [message.split(" (")[0] for message in messages] == ["tokenized train", "tokenized valid"]
+
+
 @pytest.mark.parametrize("damage", ["truncated", "cut short", "missing state", "fewer rows"])
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, damage):
     """A cache never poisons runs: a damaged entry (a failing disk, a partial copy) is tokenised again, not loaded
