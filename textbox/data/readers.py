@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,11 +191,21 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> _RawSp
     options: dict[str, Any] = {}
     if builder == "csv":  # keep cells as written: "007" stays text and "NA" is not a missing value
         options = {"keep_default_na": False, "converters": {config.src_field: str, config.tgt_field: str}}
+    # datasets' own cache knows a local file by its modification time alone, so a file replaced with the same
+    # time (cp -p, rsync -t, an unpacked archive, a coarse file-system clock) would give the old rows back: the
+    # cache directory is named after the file's content instead.
+    cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
     try:
-        table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, **options)
+        table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, cache_dir=str(cache_dir),
+                                      **options)
     except datasets.exceptions.DatasetGenerationError as error:
         raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
     return _columns(table, str(path), config)
+
+
+def _content_digest(path: Path) -> str:
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()[:32]
 
 
 def _read_hub(config: Config, name: str) -> _RawSplit:

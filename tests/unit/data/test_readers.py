@@ -15,6 +15,12 @@ from textbox.config.schema import DEFAULTS
 from textbox.data.readers import read_splits
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """The default cache_dir (.cache/textbox, which tabular reads use) is relative: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def make_config(**changes) -> Config:
     return Config({**DEFAULTS, **changes})
 
@@ -271,3 +277,20 @@ def test_data_keys_are_accepted_where_the_format_reads_them(tmp_path):
     assert read_splits(config, ("test",))["test"].targets == [["greeting"]]
     load_checked_config(["--data_format=hub", "--hub_name=user/set", "--hub_subset=en", "--src_field=dialogue",
                          "--split_names={'train': 'train', 'valid': 'dev', 'test': 'test'}"])
+
+
+@pytest.mark.parametrize("extension", ["jsonl", "csv", "parquet"])
+def test_an_edited_tabular_file_is_read_again(tmp_path, monkeypatch, extension):
+    """datasets' own cache knows a local file by its modification time alone: a file replaced by another with the
+    same time (cp -p, rsync -t, an unpacked archive, a coarse-clock file system) gave the old examples."""
+    import os
+
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS)
+    stamp = path.stat().st_mtime_ns
+    config = make_config(data_path=str(path.parent))
+    assert read_splits(config, ("test",))["test"].sources == ["first source", "second source"]
+    write_tabular(path, extension, [{**record, "src": record["src"].upper()} for record in RECORDS])
+    os.utime(path, ns=(stamp, stamp))
+    assert read_splits(config, ("test",))["test"].sources == ["FIRST SOURCE", "SECOND SOURCE"]
