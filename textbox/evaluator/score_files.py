@@ -6,6 +6,8 @@ Prints a table and then one JSON line ({"scores": ..., "details": ...}). User er
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -20,6 +22,7 @@ from textbox.utils.suggest import suggest
 _FILES = {"hyp": "generated texts, one per line",
           "ref": "references, one line per example; a line holding a Python list of strings gives several",
           "src": "sources, one per line (only for metrics that compare with the input, e.g. novelty)"}
+SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
 _OPTIONS = ["metrics", *(name for name, key in SCHEMA.items() if key.group == "metrics")]
 
 
@@ -84,8 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TextBoxUserError as error:
         print(f"textbox.evaluator.score_files: {error}", file=sys.stderr)
         return error.exit_code
-    print(format_table(report.scores))
-    print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False))
+    try:
+        print(format_table(report.scores))
+        print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe (| head -1): stop quietly, as Unix tools do on SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit cannot fail
+        return SIGPIPE_EXIT_CODE
     return 0
 
 

@@ -134,3 +134,14 @@ def test_a_run_and_textbox_evaluate_read_references_alike(tmp_path, capsys):
     assert main([f"--hyp={tmp_path / 'hyp.txt'}", f"--ref={tmp_path / 'test.tgt'}", "--metrics=['bleu','rouge']"]) == 0
     rescored = json.loads(capsys.readouterr().out.splitlines()[-1])["scores"]
     assert rescored == pytest.approx(compute_metrics(["bleu", "rouge"], hypotheses, run_references).scores)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(files):
+    """`textbox-evaluate ... | head -1` (or any reader that closes the pipe) printed a BrokenPipeError traceback and
+    exited 1; it stops quietly now, with the status a shell gives a writer stopped by SIGPIPE."""
+    hyp, ref = files("hyp.txt", "a cat\n"), files("ref.txt", "a cat\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    command = f"{sys.executable} -m textbox.evaluator.score_files --hyp={hyp} --ref={ref} | true"
+    completed = subprocess.run(["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True,
+                               cwd=PROJECT_ROOT)
+    assert "Traceback" not in completed.stderr and completed.returncode == 141, completed.stderr
