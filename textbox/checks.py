@@ -17,6 +17,7 @@ from textbox.config.loader import resolve_config
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.config.validate import check_semantics, type_problems
 from textbox.data import builtin as datasets
+from textbox.data import readers
 from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
@@ -48,9 +49,10 @@ def check_config(config: Config) -> None:
 
 
 def registry_problems(config: Config) -> list[str]:
-    """What each registry finds in ``config``: model, dataset, metrics, decoding engine, generation settings."""
-    return [*models.problems(config), *datasets.problems(config), *metrics.problems(config),
-            *decoding.problems(config), *generation.problems(config)]
+    """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
+    decoding engine, generation settings."""
+    return [*models.problems(config), *datasets.problems(config), *readers.key_problems(config),
+            *metrics.problems(config), *decoding.problems(config), *generation.problems(config)]
 
 
 def raise_problems(problems: list[str]) -> None:

@@ -121,7 +121,8 @@ _key("data", "prefix_prompt", "str|None", None,
      "Text prepended verbatim to every source (include the separating space); never truncated.")
 _key("data", "suffix_prompt", "str|None", None,
      "Text appended verbatim to every source (include the separating space); never truncated.")
-_key("data", "cache_dir", "str", ".cache/textbox", "Where tokenised splits and trained tokenizers are cached.")
+_key("data", "cache_dir", "str", ".cache/textbox",
+     "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")
 
 # --- model ------------------------------------------------------------------------------------
 _key("model", "config_kwargs", "dict", {},

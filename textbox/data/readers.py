@@ -6,6 +6,8 @@ available to the metrics. Every problem in the files is a ``DataError`` naming t
 from __future__ import annotations
 
 import ast
+import codecs
+import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +15,15 @@ from typing import Any, Callable, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
+from textbox.config.schema import DEFAULTS
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
 
 SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
 QUICK_TEST_EXAMPLES = 32
+COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular and hub readers only
+HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only
 
 
 @dataclass
@@ -60,6 +65,34 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
             split = group_references(split)
         splits[name] = _first_examples(split, config.quick_test)
     return splits
+
+
+def key_problems(config: Config) -> list[str]:
+    """Data keys set (away from their defaults) that the dataset's format would not read: refused before anything
+    runs, as a setting given must be honoured (--hub_name without --data_format=hub trained on another dataset)."""
+    given = [key for key in (*COLUMN_KEYS, *HUB_KEYS) if config[key] != DEFAULTS[key]]
+    if not given or config["data_format"] == "hub":
+        return []
+    problems = [f"{config.where(key)} is read from hub datasets only (data_format=hub), but data_format is "
+                f"{config['data_format']}: set --data_format=hub or remove {key}" for key in given if key in HUB_KEYS]
+    columns = [key for key in given if key in COLUMN_KEYS]
+    if columns and _resolved_format(config) == "plain":
+        problems += [f"{config.where(key)} names a column of json/jsonl/csv/parquet/hub data, but "
+                     f"{dataset_directory(config)} holds plain files (<split>.src and <split>.tgt: one source or "
+                     f"target per line, no columns): remove {key}" for key in columns]
+    return problems
+
+
+def _resolved_format(config: Config) -> str | None:
+    """The format read_splits will read (None where it cannot tell yet: the directory's own check names it)."""
+    if config["data_format"] != "auto":
+        return config["data_format"]
+    if config["data_path"] is None and config["dataset"] in BUILTIN_DATASETS:
+        return "plain"
+    try:
+        return detect_format(dataset_directory(config), SPLITS)
+    except DataError:
+        return None
 
 
 def detect_format(directory: Path, names: Sequence[str]) -> str:
@@ -124,16 +157,18 @@ def read_dataset_lines(path: Path) -> list[str]:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (``-``: standard input) without their line ends (\\n or \\r\\n); nothing
-    else is stripped, blank lines are kept, and a final line end adds no empty line. The one reader of line
-    files: dataset splits, ``--input_file`` and the files ``python -m textbox.evaluate`` scores all read alike.
-    Bytes that are not UTF-8 are a DataError naming the file and line; callers check what else they need."""
+    """The lines of a UTF-8 text file (``-``: standard input) without their line ends (\\n or \\r\\n) nor a leading
+    byte-order mark (which Windows editors write; it is not text); nothing else is stripped, blank lines are kept,
+    and a final line end adds no empty line. The one reader of line files: dataset splits, ``--input_file`` and
+    the files ``python -m textbox.evaluate`` scores all read alike. Bytes that are not UTF-8 are a DataError
+    naming the file and line; callers check what else they need."""
     where = "stdin" if str(path) == "-" else str(path)
     if str(path) == "-":
         stream = getattr(sys.stdin, "buffer", None)
         data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
         data = Path(path).read_bytes()
+    data = data.removeprefix(codecs.BOM_UTF8)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -156,11 +191,21 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> _RawSp
     options: dict[str, Any] = {}
     if builder == "csv":  # keep cells as written: "007" stays text and "NA" is not a missing value
         options = {"keep_default_na": False, "converters": {config.src_field: str, config.tgt_field: str}}
+    # datasets' own cache knows a local file by its modification time alone, so a file replaced with the same
+    # time (cp -p, rsync -t, an unpacked archive, a coarse file-system clock) would give the old rows back: the
+    # cache directory is named after the file's content instead.
+    cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
     try:
-        table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, **options)
+        table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, cache_dir=str(cache_dir),
+                                      **options)
     except datasets.exceptions.DatasetGenerationError as error:
         raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
     return _columns(table, str(path), config)
+
+
+def _content_digest(path: Path) -> str:
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()[:32]
 
 
 def _read_hub(config: Config, name: str) -> _RawSplit:
@@ -209,10 +254,8 @@ def _check(name: str, raw: _RawSplit) -> Split:
 
 
 def _references(target: Any, where: str) -> list[str]:
-    """A target as a list of references: a list, a list literal such as "['a b', 'c d']", or one text."""
-    if isinstance(target, str):
-        target = _list_literal(target) or target
-    references = [target] if isinstance(target, str) else target
+    """A target as a list of references: a list (json, parquet), or a text read by ``parse_references``."""
+    references = parse_references(target) if isinstance(target, str) else target
     if not isinstance(references, (list, tuple)) or not references or \
             not all(isinstance(reference, str) and reference.strip() for reference in references):
         raise DataError(f"{where}: the target is empty or not text ({target!r:.60}); "
@@ -220,14 +263,16 @@ def _references(target: Any, where: str) -> list[str]:
     return list(references)
 
 
-def _list_literal(text: str) -> list[str] | None:
-    """The references in ``text`` if it is a Python list literal of strings, else None (it is plain text)."""
-    if not (text.startswith("[") and text.endswith("]")):
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return value
-    return None
+def parse_references(text: str) -> list[str]:
+    """The references a target text holds: those of a Python list literal of strings, whitespace around it
+    allowed ("['a cat', 'the cat']"), else the text itself as written ("[laughs] a cat" is one reference).
+    The one parser of reference texts: a run's dataset targets and the files textbox-evaluate scores."""
+    literal = text.strip()
+    if literal.startswith("[") and literal.endswith("]"):
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = None
+        if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+            return value
+    return [text]

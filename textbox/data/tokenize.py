@@ -2,21 +2,25 @@
 
 An input is ``prefix_prompt + source + suffix_prompt`` encoded as one text with the tokenizer's own
 special tokens (<s>..</s>, ..</s>, [CLS]..[SEP]: whatever its post-processor adds), so an input that fits
-is exactly what the tokenizer gives. When it does not fit ``src_len``, only source tokens are dropped
-(from the end for truncate=tail, from the start for head): special tokens and the prompts are kept whole.
-Prompt tokens are found by their character offsets, so prompts need a fast (``tokenizers``) tokenizer.
+is exactly what the tokenizer gives. When it does not fit ``src_len``, only source text goes (from the end for
+truncate=tail, from the start for head): special tokens and the prompts are kept whole. With prompts the source
+text is shortened at a token boundary and the input encoded again, so that the prompts, whitespace included, read
+as for a source that fits (source tokens are found by their character offsets, so prompts need a fast
+(``tokenizers``) tokenizer); without prompts the source tokens beyond ``src_len`` are dropped.
 Targets (the first reference) keep their special tokens, the final eos included, within ``tgt_len``.
 For a decoder-only model (textbox.model.causal_lm), which reads source and target as one sequence, a target is
 its text tokens without special tokens (no <s> between source and target) followed by eos, within ``tgt_len``;
 the source is encoded as for any other model, within ``src_len``.
 
-The cache key covers everything the result depends on: the split's text, the tokenizer's saved files,
-src_len, tgt_len, truncate, the prompts and the target layout (decoder-only or not). Entries are written
-atomically, so several processes (or a killed one) never leave a partial entry behind.
+The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
+releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
+layout (decoder-only or not). Entries are written atomically, so several processes (or a killed one) never leave
+a partial entry behind, and checked when read: a damaged one is tokenised again.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
@@ -31,7 +35,7 @@ from textbox.utils.atomic import atomic_directory
 if TYPE_CHECKING:
     import datasets
 
-CACHE_LAYOUT_VERSION = 1  # bump when the tokenised layout changes, so that older entries stop matching
+CACHE_LAYOUT_VERSION = 2  # bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
 
 
@@ -44,14 +48,35 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: Any,
     tokenized = {}
     for name, split in splits.items():
         path = Path(config.cache_dir) / "tokenized" / f"{name}-{cache_key(config, split, tokenizer_digest)}"
-        if path.is_dir():
-            log(f"loaded tokenized {name} from cache {path}")
-        else:
+        cached = _cached(path, split, log)
+        if cached is None:
             with atomic_directory(path) as staging:
                 _tokenize(config, split, tokenizer, path.name).save_to_disk(str(staging))
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
-        tokenized[name] = datasets.load_from_disk(str(path))
+            cached = datasets.load_from_disk(str(path))
+        tokenized[name] = cached
     return tokenized
+
+
+def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.Dataset | None":
+    """The cache entry at ``path`` when it is there and whole: it loads, with its two columns and one row per
+    example. A damaged one (a truncated or missing file, as a failing disk or a partial copy leaves it) is
+    reported and None returned, so that it is rebuilt instead of failing every later run."""
+    import datasets
+
+    if not path.is_dir():
+        return None
+    try:
+        data = datasets.load_from_disk(str(path))
+    except (OSError, ValueError) as error:  # what pyarrow and datasets raise for missing or unreadable files
+        log(f"the tokenized cache entry {path} is damaged ({type(error).__name__}: {error}); tokenizing again")
+        return None
+    if data.column_names != ["input_ids", "labels"] or data.num_rows != len(split):
+        log(f"the tokenized cache entry {path} is damaged ({data.num_rows} rows of {data.column_names}, expected "
+            f"{len(split)} of input_ids, labels); tokenizing again")
+        return None
+    log(f"loaded tokenized {split.name} from cache {path}")
+    return data
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -80,6 +105,7 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
     recipe = {
         "layout": CACHE_LAYOUT_VERSION,
         "tokenizer": tokenizer_digest,
+        "libraries": library_versions(),
         "settings": [config.src_len, config.tgt_len, config.truncate, config.prefix_prompt, config.suffix_prompt],
         "sources": split.sources,
         "targets": [references[0] for references in split.targets],
@@ -87,6 +113,12 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
+
+
+def library_versions() -> list[str]:
+    """The releases of the libraries that turn a tokenizer's files into token ids: another release may encode
+    the same files differently, so its entries are its own."""
+    return [f"{name} {importlib.metadata.version(name)}" for name in ("tokenizers", "transformers")]
 
 
 def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) -> "datasets.Dataset":
@@ -128,31 +160,81 @@ def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list
 
 def encode_within(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,
                   prefix: str = "", suffix: str = "") -> list[list[int]]:
-    """Encode ``prefix + text + suffix`` for each text with special tokens, dropping text tokens beyond ``limit``.
+    """Encode ``prefix + text + suffix`` for each text with special tokens, within ``limit`` tokens.
 
-    ``truncate`` is "tail" (drop the last text tokens) or "head" (drop the first ones); ``limit_key`` names
-    the config key that set ``limit``, for the error raised when not even one text token fits.
+    ``truncate`` is "tail" (the last text tokens go) or "head" (the first ones go); ``limit_key`` names the
+    config key that set ``limit``, for the error raised when not even one text token fits. Without prompts the
+    text tokens beyond ``limit`` are dropped; with prompts the text is shortened and encoded again
+    (``_encode_with_prompts``).
     """
-    with_prompts = bool(prefix or suffix)
-    encoding = tokenizer([prefix + text + suffix for text in texts], return_special_tokens_mask=True,
-                         return_offsets_mapping=with_prompts, return_attention_mask=False,
+    if prefix or suffix:
+        return _encode_with_prompts(tokenizer, texts, limit, truncate, limit_key, prefix, suffix)
+    encoding = tokenizer(texts, return_special_tokens_mask=True, return_attention_mask=False,
                          return_token_type_ids=False)
-    if with_prompts and "offset_mapping" not in encoding:
-        raise ConfigError([f"prefix_prompt/suffix_prompt need a fast tokenizer that reports character offsets; "
-                           f"{type(tokenizer).__name__} does not"])
-    fitted = []
-    for i, ids in enumerate(encoding["input_ids"]):
-        if len(ids) <= limit:
-            fitted.append(ids)
-            continue
-        keep = encoding["special_tokens_mask"][i]
-        if with_prompts:
-            prompt_end = len(prefix.rstrip())
-            suffix_start = len(prefix) + len(texts[i]) + len(suffix) - len(suffix.lstrip())
-            keep = [special or start < prompt_end or end > suffix_start
-                    for special, (start, end) in zip(keep, encoding["offset_mapping"][i])]
-        fitted.append(_drop_text_tokens(ids, keep, limit, truncate, limit_key))
+    return [ids if len(ids) <= limit else _drop_text_tokens(ids, keep, limit, truncate, limit_key)
+            for ids, keep in zip(encoding["input_ids"], encoding["special_tokens_mask"])]
+
+
+def _encode_with_prompts(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,
+                         prefix: str, suffix: str) -> list[list[int]]:
+    """Encode ``prefix + text + suffix``; a text too long is cut at a token boundary and encoded again, until it fits.
+
+    Why not drop tokens from the encoding, as without prompts: a token may hold a prompt's whitespace ("\\n" of
+    "\\nTL;DR:", the space of " => German:" as a lone 'Ġ' or '▁'), or carry it in front of a word of the text
+    ('Ġword', '▁word', whose offsets may be trimmed of it). Dropping it changed the prompt, so long sources got
+    another prompt format than short ones. Encoding the shortened text with the prompts around it gives every input
+    exactly what the tokenizer gives for its text, prompts as written; an input may then end a token or two under
+    ``limit`` where the tokenizer merges across the cut.
+    """
+    bodies = list(texts)
+    fitted: list[list[int]] = [[] for _ in texts]
+    pending = list(range(len(texts)))
+    while pending:
+        encoding = tokenizer([prefix + bodies[i] + suffix for i in pending], return_offsets_mapping=True,
+                             return_special_tokens_mask=True, return_attention_mask=False,
+                             return_token_type_ids=False)
+        if "offset_mapping" not in encoding:
+            raise ConfigError([f"prefix_prompt/suffix_prompt need a fast tokenizer that reports character offsets; "
+                               f"{type(tokenizer).__name__} does not"])
+        too_long = []
+        for i, ids, offsets, special in zip(pending, encoding["input_ids"], encoding["offset_mapping"],
+                                            encoding["special_tokens_mask"]):
+            fitted[i] = ids
+            if len(ids) > limit:
+                spans = _text_spans(offsets, special, len(prefix), len(prefix) + len(bodies[i]))
+                bodies[i] = _shorten(bodies[i], len(ids) - limit, spans, len(ids), truncate, limit, limit_key)
+                too_long.append(i)
+        pending = too_long
     return fitted
+
+
+def _text_spans(offsets: list[tuple[int, int]], special: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    """Where each token holding characters of the text (``start``..``end`` of the input) lies in the text, in order.
+
+    A token with an empty span is whitespace whose offsets were trimmed (a lone 'Ġ' of a BART tokenizer): it
+    holds the character just before its position, which belongs to the text or to a prompt.
+    """
+    spans = []
+    for (first, last), is_special in zip(offsets, special):
+        if first == last and not is_special:
+            first -= 1
+        if not is_special and max(first, start) < min(last, end):
+            spans.append((max(first, start) - start, min(last, end) - start))
+    return spans
+
+
+def _shorten(text: str, excess: int, spans: list[tuple[int, int]], length: int, truncate: str, limit: int,
+             limit_key: str) -> str:
+    """``text`` without the characters of its last (tail) or first (head) ``excess`` tokens (``spans``: where its
+    tokens lie). The cut is placed at a token's end: offsets may be trimmed of a token's leading whitespace
+    ('Ġword'), never of the characters that end it."""
+    if excess < len(spans):
+        shortened = (text[:max(last for _, last in spans[:-excess])] if truncate == "tail"
+                     else text[max(last for _, last in spans[:excess]):])
+        if shortened.strip():
+            return shortened
+    raise ConfigError([f"{limit_key}={limit} leaves no room for text: {length - len(spans)} tokens are "
+                       f"special tokens or prompts, which are never cut; raise --{limit_key}"])
 
 
 def _drop_text_tokens(ids: list[int], keep: list[int | bool], limit: int, truncate: str,

@@ -6,20 +6,23 @@ Prints a table and then one JSON line ({"scores": ..., "details": ...}). User er
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from textbox.config.argv import parse_argv, parse_value
+from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
 from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.data.readers import read_lines
+from textbox.data.readers import parse_references, read_lines
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
 from textbox.utils.suggest import suggest
 
 _FILES = {"hyp": "generated texts, one per line",
           "ref": "references, one line per example; a line holding a Python list of strings gives several",
           "src": "sources, one per line (only for metrics that compare with the input, e.g. novelty)"}
+SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
 _OPTIONS = ["metrics", *(name for name, key in SCHEMA.items() if key.group == "metrics")]
 
 
@@ -68,14 +71,6 @@ def evaluate_files(argv: Sequence[str]) -> MetricReport:
     return compute_metrics(options["metrics"], hypotheses, references, sources, options)
 
 
-def parse_references(line: str) -> list[str]:
-    """A line that is a Python list of strings holds several references; any other line is one reference."""
-    value: Any = parse_value(line.strip()) if line.lstrip().startswith("[") else line
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return value
-    return [line]
-
-
 def format_table(scores: dict[str, float]) -> str:
     width = max(len(name) for name in scores)
     return "\n".join([f"{'metric':<{width}}  value", f"{'-' * width}  -----",
@@ -92,8 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TextBoxUserError as error:
         print(f"textbox.evaluator.score_files: {error}", file=sys.stderr)
         return error.exit_code
-    print(format_table(report.scores))
-    print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False))
+    try:
+        print(format_table(report.scores))
+        print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe (| head -1): stop quietly, as Unix tools do on SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit cannot fail
+        return SIGPIPE_EXIT_CODE
     return 0
 
 

@@ -78,7 +78,7 @@ def parse_space_file(path: str | Path) -> list[SpaceEntry]:
         raise TextBoxUserError(f"--space={path}: no such file; give a search-space file such as "
                                f"configs/hyper/example.space")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a leading byte-order mark is not part of the first line
     except UnicodeDecodeError:
         raise TextBoxUserError(f"--space={path}: not UTF-8 text") from None
     return parse_space_text(text, path)

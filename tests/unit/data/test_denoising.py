@@ -189,8 +189,8 @@ def test_read_source_only_splits(tmp_path: Path):
 
 def test_read_source_only_splits_from_jsonl(tmp_path: Path):
     (tmp_path / "train.jsonl").write_text('{"text": "a b. c"}\n{"text": "d"}\n')
-    splits = read_source_only_splits(config(data_path=str(tmp_path), src_field="text"), ["train"],
-                                     log=lambda _: None)
+    splits = read_source_only_splits(config(data_path=str(tmp_path), src_field="text",
+                                            cache_dir=str(tmp_path / "cache")), ["train"], log=lambda _: None)
     assert splits["train"].sources == ["a b. c", "d"] and splits["train"].targets == [["a b. c"], ["d"]]
 
 

@@ -15,6 +15,12 @@ from textbox.config.schema import DEFAULTS
 from textbox.data.readers import read_splits
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """The default cache_dir (.cache/textbox, which tabular reads use) is relative: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def make_config(**changes) -> Config:
     return Config({**DEFAULTS, **changes})
 
@@ -211,3 +217,80 @@ def test_read_lines_reads_stdin_for_a_dash_and_names_undecodable_lines(tmp_path,
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\n\xff\n")))
     with pytest.raises(DataError, match=r"stdin:2: bytes b'\\xff' are not UTF-8"):
         read_lines("-")
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path, monkeypatch):
+    """Files saved with a UTF-8 byte-order mark: the mark is neither in the first source nor in the first reference
+    (a list literal after it still gives several references), stdin and undecodable-line numbers included."""
+    import io
+    import sys
+
+    from textbox.data.readers import read_lines
+
+    bom = b"\xef\xbb\xbf"
+    write_plain(tmp_path, "test", bom + b"a b\nc d\n", bom + b"['x', 'y']\nz\n")
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["a b", "c d"]
+    assert split.targets == [["x", "y"], ["z"]]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bom + b"a\r\nb\n")))
+    assert read_lines("-") == ["a", "b"]
+    (tmp_path / "bad.txt").write_bytes(bom + b"fine\n\xff\n")
+    with pytest.raises(DataError, match=r"bad\.txt:2: bytes b'\\xff' are not UTF-8"):
+        read_lines(tmp_path / "bad.txt")
+
+
+@pytest.mark.parametrize("extension", ["json", "jsonl", "csv"])
+def test_tabular_files_with_a_byte_order_mark(tmp_path, extension):
+    """The datasets readers skip the mark (a guard: the first column name or value must not carry it)."""
+    write_tabular(tmp_path / f"test.{extension}", extension, RECORDS)
+    path = tmp_path / f"test.{extension}"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    split = read_splits(make_config(data_path=str(tmp_path)), ("test",))["test"]
+    assert split.sources == ["first source", "second source"]
+    assert split.targets == [["one"], ["two a", "two b"]]
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("--hub_name=knkarthick/samsum", r"--hub_name is read from hub datasets only \(data_format=hub\), but "
+                                     r"data_format is auto: set --data_format=hub or remove hub_name"),
+    ("--hub_subset=en", r"--hub_subset is read from hub datasets only"),
+    ("--split_names={'train': 'train', 'valid': 'dev', 'test': 'test'}", r"--split_names is read from hub"),
+    ("--src_field=dialogue", r"--src_field names a column of json/jsonl/csv/parquet/hub data, but .* holds plain "
+                             r"files .*: remove src_field"),
+    ("--tgt_field=summary", r"--tgt_field names a column"),
+])
+def test_data_keys_that_the_format_would_not_read_are_refused(tmp_path, setting, message):
+    """They were ignored without a word: --hub_name without --data_format=hub read the local files instead."""
+    from textbox.checks import load_checked_config
+    from textbox.config.errors import ConfigError
+
+    write_plain(tmp_path, "train", "a\n", "b\n")
+    with pytest.raises(ConfigError, match=message):
+        load_checked_config([f"--data_path={tmp_path}", setting])
+
+
+def test_data_keys_are_accepted_where_the_format_reads_them(tmp_path):
+    from textbox.checks import load_checked_config
+
+    (tmp_path / "test.jsonl").write_text(json.dumps({"dialogue": "hi there", "summary": "greeting"}) + "\n")
+    config = load_checked_config([f"--data_path={tmp_path}", "--src_field=dialogue", "--tgt_field=summary"])
+    assert read_splits(config, ("test",))["test"].targets == [["greeting"]]
+    load_checked_config(["--data_format=hub", "--hub_name=user/set", "--hub_subset=en", "--src_field=dialogue",
+                         "--split_names={'train': 'train', 'valid': 'dev', 'test': 'test'}"])
+
+
+@pytest.mark.parametrize("extension", ["jsonl", "csv", "parquet"])
+def test_an_edited_tabular_file_is_read_again(tmp_path, monkeypatch, extension):
+    """datasets' own cache knows a local file by its modification time alone: a file replaced by another with the
+    same time (cp -p, rsync -t, an unpacked archive, a coarse-clock file system) gave the old examples."""
+    import os
+
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS)
+    stamp = path.stat().st_mtime_ns
+    config = make_config(data_path=str(path.parent))
+    assert read_splits(config, ("test",))["test"].sources == ["first source", "second source"]
+    write_tabular(path, extension, [{**record, "src": record["src"].upper()} for record in RECORDS])
+    os.utime(path, ns=(stamp, stamp))
+    assert read_splits(config, ("test",))["test"].sources == ["FIRST SOURCE", "SECOND SOURCE"]

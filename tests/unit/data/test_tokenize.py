@@ -153,3 +153,42 @@ def test_cache_is_hit_for_the_same_inputs_and_missed_for_any_change(tmp_path):
     assert run(tokenizer=word_tokenizer("$A </s>"))[0].startswith("tokenized train")
     assert run(splits=changed_valid)[1].startswith("tokenized valid")
     assert run(splits=other_reference)[1].startswith("loaded tokenized valid")  # only the first is tokenised
+
+
+def test_another_release_of_the_tokenizer_libraries_has_its_own_entries(tmp_path, monkeypatch):
+    """The same tokenizer files may encode differently under another tokenizers/transformers release."""
+    import textbox.data.tokenize
+
+    config, tokenizer = make_config(tmp_path), word_tokenizer()
+    tokenize_splits(config, SPLITS, tokenizer, log=print)
+    monkeypatch.setattr(textbox.data.tokenize, "library_versions", lambda: ["tokenizers 99.0", "transformers 5.24"])
+    messages: list[str] = []
+    tokenize_splits(config, SPLITS, tokenizer, log=messages.append)
+    assert [message.split(" (")[0] for message in messages] == ["tokenized train", "tokenized valid"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "cut short", "missing state", "fewer rows"])
+def test_a_damaged_cache_entry_is_rebuilt(tmp_path, damage):
+    """A cache never poisons runs: a damaged entry (a failing disk, a partial copy) is tokenised again, not loaded
+    (it failed every later run with an ArrowInvalid or FileNotFoundError traceback)."""
+    import datasets
+
+    tokenizer, config = word_tokenizer(), make_config(tmp_path)
+    fresh = list(tokenize_splits(config, SPLITS, tokenizer, log=print)["train"]["input_ids"])  # read before damage
+    entry = next((tmp_path / "cache" / "tokenized").glob("train-*"))
+    arrow = next(entry.glob("*.arrow"))
+    if damage == "truncated":
+        arrow.write_bytes(arrow.read_bytes()[:50])
+    elif damage == "cut short":
+        arrow.write_bytes(arrow.read_bytes()[:-100])
+    elif damage == "missing state":
+        (entry / "state.json").unlink()
+    else:  # a whole entry of another size under this key
+        datasets.Dataset.from_dict({"input_ids": [[1]], "labels": [[2]]}).save_to_disk(str(tmp_path / "other"))
+        arrow.write_bytes(next((tmp_path / "other").glob("*.arrow")).read_bytes())
+    messages: list[str] = []
+    assert list(tokenize_splits(config, SPLITS, tokenizer, log=messages.append)["train"]["input_ids"]) == fresh
+    assert messages[0].startswith(f"the tokenized cache entry {entry} is damaged")
+    assert messages[1].startswith("tokenized train") and messages[2].startswith("loaded tokenized valid")
+    assert list(tokenize_splits(config, SPLITS, tokenizer, log=messages.append)["train"]["input_ids"]) == fresh
+    assert messages[3].startswith("loaded tokenized train")

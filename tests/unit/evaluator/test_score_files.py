@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from textbox.evaluator.score_files import main, parse_references, read_lines
+from textbox.data.readers import parse_references, read_lines
+from textbox.evaluator.score_files import main
 from textbox.evaluator.metrics import compute_metrics
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -97,3 +98,50 @@ def test_module_entry_point_exits_2_without_traceback(files):
                                capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert completed.returncode == 2
     assert "--ref=<file> is required" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path, capsys):
+    """A reference file saved with a UTF-8 byte-order mark (Windows editors do) scores 100 against the same lines
+    without one: the mark is not part of the first reference (it was: BLEU 99.76 on these 50 lines)."""
+    lines = "".join(f"sentence number {i} is about a cat on a mat\n" for i in range(50))
+    (tmp_path / "hyp.txt").write_text(lines, encoding="utf-8")
+    (tmp_path / "ref.txt").write_text(lines, encoding="utf-8-sig")
+    assert (tmp_path / "ref.txt").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert main([f"--hyp={tmp_path / 'hyp.txt'}", f"--ref={tmp_path / 'ref.txt'}", "--metrics=['bleu']"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["scores"]["bleu"] == pytest.approx(100.0)
+
+
+REFERENCE_LINES = [" ['a cat sat on the mat', 'the cat sat on a mat'] ", "['a dog ran in the park', 'the dog ran']\t",
+                   "  a bird sang  ", "[laughs] a cow mooed", "['one horse']"]
+
+
+def test_a_run_and_textbox_evaluate_read_references_alike(tmp_path, capsys):
+    """A list literal with whitespace around it holds several references for a run's test split as for
+    textbox-evaluate (the run read it as one literal reference), so rescoring a run's files gives its figures."""
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+    from textbox.data.readers import read_splits
+
+    (tmp_path / "test.src").write_text("".join(f"source {i}\n" for i in range(len(REFERENCE_LINES))))
+    (tmp_path / "test.tgt").write_text("".join(line + "\n" for line in REFERENCE_LINES))
+    run_references = read_splits(Config({**DEFAULTS, "data_path": str(tmp_path)}), ("test",))["test"].targets
+    assert run_references == [["a cat sat on the mat", "the cat sat on a mat"],
+                              ["a dog ran in the park", "the dog ran"],
+                              ["  a bird sang  "], ["[laughs] a cow mooed"], ["one horse"]]
+    assert [parse_references(line) for line in read_lines(tmp_path / "test.tgt")] == run_references
+    hypotheses = ["the cat sat on a mat", "the dog ran", "a bird sang", "a cow mooed", "one horse"]
+    (tmp_path / "hyp.txt").write_text("".join(text + "\n" for text in hypotheses))
+    assert main([f"--hyp={tmp_path / 'hyp.txt'}", f"--ref={tmp_path / 'test.tgt'}", "--metrics=['bleu','rouge']"]) == 0
+    rescored = json.loads(capsys.readouterr().out.splitlines()[-1])["scores"]
+    assert rescored == pytest.approx(compute_metrics(["bleu", "rouge"], hypotheses, run_references).scores)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(files):
+    """`textbox-evaluate ... | head -1` (or any reader that closes the pipe) printed a BrokenPipeError traceback and
+    exited 1; it stops quietly now, with the status a shell gives a writer stopped by SIGPIPE."""
+    hyp, ref = files("hyp.txt", "a cat\n"), files("ref.txt", "a cat\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    command = f"{sys.executable} -m textbox.evaluator.score_files --hyp={hyp} --ref={ref} | true"
+    completed = subprocess.run(["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True,
+                               cwd=PROJECT_ROOT)
+    assert "Traceback" not in completed.stderr and completed.returncode == 141, completed.stderr

@@ -105,3 +105,13 @@ def test_the_example_space_parses_and_names_config_keys():
     entries = parse_space_file(PROJECT_ROOT / "configs" / "hyper" / "example.space")
     assert [entry.label for entry in entries] == ["learning_rate", "train_batch_size"]
     assert all(entry.label in SCHEMA for entry in entries)
+
+
+@pytest.mark.parametrize("first_line, labels", [
+    ("learning_rate choice [3e-4, 1e-3]", ["learning_rate", "train_batch_size"]),
+    ("# a comment first", ["train_batch_size"])])
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path, first_line: str, labels: list[str]):
+    """A space file saved with a UTF-8 byte-order mark: the mark is neither in the first label nor before a '#'."""
+    path = tmp_path / "bom.space"
+    path.write_text(f"{first_line}\ntrain_batch_size choice [16, 32]\n", encoding="utf-8-sig")
+    assert [entry.label for entry in parse_space_file(path)] == labels
