@@ -205,9 +205,11 @@ class Ctranslate2Call:
     per_example: int  # hypotheses kept per example (num_return_sequences)
     rerank_cut: bool  # rank hypotheses cut at the length bound as transformers does under forced_eos_token_id
     stops_when_ended: int | None = None  # early_stopping=True: the search ends once this many hypotheses ended
+    copies: int = 1  # each returned hypothesis stands for this many (sampling from one token: all are the same)
 
 
-def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1) -> Ctranslate2Call:
+def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
+                     vocabulary_size: int | None = None) -> Ctranslate2Call:
     """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring) a batch
     whose decoder input is ``decoder_input_width`` wide (textbox.decoding.lengths: a decoder-only model's
     max_length and min_length count its left-padded prompt, so its call is made per batch)."""
@@ -237,16 +239,21 @@ def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1) ->
         if effective.forced_eos_token_id is not None and penalty != 0:  # see rerank_cut_hypotheses
             rerank_cut = True
             arguments["num_hypotheses"] = beams * patience
+    copies = 1
     if sampling:  # an unset top_k is transformers' default (50), not CTranslate2's 0 (the whole vocabulary)
-        top_k = effective.top_k if effective.top_k is not None else _GENERATE_DEFAULTS["top_k"]
-        arguments.update(sampling_topk=int(top_k), sampling_topp=float(effective.top_p or 1.0),
+        top_k = int(effective.top_k if effective.top_k is not None else _GENERATE_DEFAULTS["top_k"])
+        if vocabulary_size is not None and top_k >= vocabulary_size:
+            top_k = 0  # the whole vocabulary, as transformers clips it (CTranslate2 refuses a larger top_k)
+        if top_k == 1:  # every sample is the best token: CTranslate2 refuses several, they are copies
+            copies, arguments["num_hypotheses"] = hypotheses, 1
+        arguments.update(sampling_topk=top_k, sampling_topp=float(effective.top_p or 1.0),
                          sampling_temperature=float(effective.temperature or 1.0))
     if kind == "translator":  # max_input_length=0: CTranslate2 would cut sources after 1024 tokens
         arguments.update(max_decoding_length=max_new, min_decoding_length=min(min_new, max_new), max_input_length=0)
     else:
         arguments.update(max_length=max_new, min_length=min(min_new, max_new), include_prompt_in_result=False)
     return Ctranslate2Call(arguments, hypotheses, rerank_cut,
-                           beams if rerank_cut and not searches_exhaustively(effective) else None)
+                           beams if rerank_cut and not searches_exhaustively(effective) else None, copies)
 
 
 def rerank_cut_hypotheses(tokens: list[list[str]], scores: list[float], end_token: str, length_penalty: float,

@@ -118,13 +118,20 @@ def test_sampling_uses_the_seed_and_top_k_1_is_greedy(trained, pairs, tmp_path, 
     assert _decode(trained, pairs, tmp_path, {**sampled, "top_k": 1}, "ctranslate2") == greedy
 
 
-def test_sampling_with_top_k_unset_samples_as_transformers_does(trained, pairs, tmp_path):
+def test_sampling_reads_top_k_as_transformers_does(trained, pairs, tmp_path):
     """transformers samples from the 50 best tokens when top_k is unset (tests/unit/decoding/
-    test_transformers_assumptions.py), CTranslate2 from all of them unless told: unset must mean 50 on both."""
+    test_transformers_assumptions.py), CTranslate2 from all of them unless told: unset must mean 50 on both. A
+    top_k past the vocabulary is the whole vocabulary (CTranslate2 raised a ValueError), and top_k=1 gives
+    num_return_sequences copies of the greedy output (CTranslate2 refused more than one)."""
     sampled = {"do_sample": True, "temperature": 5.0, "max_new_tokens": 10}  # hot: the long tail gets drawn
     unset = _decode(trained, pairs, tmp_path, sampled, "ctranslate2")
     assert unset == _decode(trained, pairs, tmp_path, {**sampled, "top_k": 50}, "ctranslate2")
-    assert unset != _decode(trained, pairs, tmp_path, {**sampled, "top_k": 0}, "ctranslate2")
+    everything = _decode(trained, pairs, tmp_path, {**sampled, "top_k": 0}, "ctranslate2")
+    assert unset != everything
+    assert _decode(trained, pairs, tmp_path, {**sampled, "top_k": 5000}, "ctranslate2") == everything
+    copies = {"do_sample": True, "top_k": 1, "num_return_sequences": 2, "max_new_tokens": 10}
+    greedy = _reference(trained, pairs, tmp_path, {"max_new_tokens": 10})
+    assert _decode_all(trained, pairs, tmp_path, copies, "ctranslate2") == [text for text in greedy for _ in range(2)]
 
 
 def test_auto_falls_back_with_a_log_line_and_explicit_ctranslate2_refuses(trained, caplog):

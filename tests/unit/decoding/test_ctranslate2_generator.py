@@ -97,3 +97,17 @@ def test_a_model_the_converter_fails_on_decodes_with_transformers_under_auto(tmp
            "'opt' model (ValueError: " in caplog.text
     with pytest.raises(TextBoxUserError, match="--decoding_backend=ctranslate2: CTranslate2's converter cannot"):
         decode(model, tokenizer, SOURCES, settings, "ctranslate2", tmp_path / "cache")
+
+
+@pytest.mark.parametrize("settings", [{"num_beams": 4, "length_penalty": 0.0},
+                                      {"num_beams": 4, "early_stopping": True, "num_return_sequences": 4}])
+def test_decoder_only_beam_search_over_prompts_of_different_lengths(trained_causal, pairs, settings, tmp_path):
+    """In one call per batch the longer prompts' tails were a forced prefix, after which CTranslate2 lets no beam
+    but the best end (the tiny GPT-2: 53/60 outputs equal at length_penalty 0)."""
+    from tests.unit.decoding.engines import decode
+
+    model, tokenizer = trained_causal
+    sources = [source for source, _ in pairs[:60]]
+    settings = {**settings, "max_new_tokens": 16}
+    expected = decode(model, tokenizer, sources, settings, "transformers", tmp_path)
+    assert decode(model, tokenizer, sources, settings, "ctranslate2", tmp_path) == expected
