@@ -27,7 +27,8 @@ import torch
 
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import CannotConvert, converted_model, decoder_start_token, plain_model
-from textbox.decoding.ctranslate2_settings import ctranslate2_call, effective_config, rerank_cut_hypotheses
+from textbox.decoding.ctranslate2_settings import (Ctranslate2Call, ctranslate2_call, effective_config,
+                                                   rerank_cut_hypotheses)
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 
@@ -169,7 +170,7 @@ class _BatchDecoder:
             _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
         return [self._pick(call, result) for result in results]
 
-    def _pick(self, call: Any, result: Any) -> list[list[str]]:
+    def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
         found = _hypotheses(result) * call.copies
         if call.rerank_cut:
             found = rerank_cut_hypotheses(found, list(result.scores), self.end_tokens[0],

@@ -106,8 +106,10 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
         merged = {name: getattr(effective, name) for name in _MAPPED}
     beams = merged.get("num_beams") or 1
     if (merged.get("repetition_penalty") or 1.0) != 1.0:
-        problems.append(f"repetition_penalty={merged['repetition_penalty']!r}: transformers also penalises the "
-                        f"decoder start token, CTranslate2 does not, so outputs differ")
+        also = ("the prompt's tokens, CTranslate2 only those it decodes step by step" if decoder_only else
+                "the decoder start token, CTranslate2 does not")
+        problems.append(f"repetition_penalty={merged['repetition_penalty']!r}: transformers also penalises {also}, "
+                        f"so outputs differ")
     if (merged.get("no_repeat_ngram_size") or 0) > 0 and beams > 1 and not merged.get("do_sample"):
         problems.append(f"no_repeat_ngram_size={merged['no_repeat_ngram_size']} with num_beams={beams}: CTranslate2 "
                         f"bans n-grams before normalising the scores, transformers after, so beams rank differently "
