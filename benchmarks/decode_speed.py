@@ -136,8 +136,8 @@ def compiled_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def conversion_seconds(model: Any, tokenizer: Any, repeats: int) -> float:
     """Median seconds of what a validation pays before decoding on CTranslate2: the content hash and the float32
-    conversion into an empty cache (textbox.decoding.ctranslate2_engine.converted_model, latest_only=True)."""
-    from textbox.decoding.ctranslate2_engine import converted_model
+    conversion into an empty cache (textbox.decoding.ctranslate2_cache.converted_model, latest_only=True)."""
+    from textbox.decoding.ctranslate2_cache import converted_model
 
     seconds = []
     for _ in range(repeats):

@@ -53,3 +53,30 @@ def save_tiny_causal_lm(path: Path, texts: Iterable[str], style: str, cache_dir:
     tiny_model(style, tokenizer).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def train_tiny_causal_lm(style: str, pairs: list[tuple[str, str]], cache_dir: Path, steps: int = 300):
+    """(model, tokenizer): a tiny ``style`` LM trained on (source, target) pairs as the framework trains it
+    (textbox.data.causal: ``source eos target eos``, the loss on the target), a few seconds on a CPU. Its outputs
+    end where they like, unlike a random model's, which run to the length bound."""
+    import torch
+
+    from textbox.data.causal import CausalLMCollator
+
+    tokenizer = causal_tokenizer([text for pair in pairs for text in pair], cache_dir, style)
+    tokenizer.pad_token = tokenizer.eos_token  # as the builder does for tokenizers without one
+    model = tiny_model(style, tokenizer)
+    model.config.pad_token_id = model.generation_config.pad_token_id = tokenizer.pad_token_id
+    collate = CausalLMCollator(tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for step in range(steps):
+        batch = [pairs[(step * 16 + offset) % len(pairs)] for offset in range(16)]
+        examples = [{"input_ids": tokenizer(source)["input_ids"],
+                     "labels": [*tokenizer(target, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id]}
+                    for source, target in batch]
+        joined = collate(examples)
+        model(input_ids=joined["input_ids"], attention_mask=joined["attention_mask"],
+              labels=joined["labels"]).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model.eval(), tokenizer

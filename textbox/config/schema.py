@@ -203,7 +203,9 @@ _key("eval", "output_file", "str|None", None,
      "Where --input_file's generations go, one line per input in order ('-' = stdout); default "
      "<run dir>/generation.txt.")
 _key("eval", "generation_kwargs", "dict", {},
-     "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len.")
+     "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len, and a max_length "
+     "(min_length) given replaces the checkpoint's max_new_tokens (min_new_tokens). As in transformers, a decoder-only "
+     "model's max_length and min_length count its left-padded prompt.")
 # Speed: length-aware batching (textbox/data/batching.py).
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "

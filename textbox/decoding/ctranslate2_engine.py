@@ -1,43 +1,37 @@
-"""Decoding on CTranslate2: the in-memory model converted once per content, then translate/generate per batch.
+"""Decoding on CTranslate2: the model converted once per content (textbox.decoding.ctranslate2_cache), then
+translate_batch (encoder-decoders) or generate_batch (decoder-only LMs) per batch.
 
-Conversion reads the model object being decoded (the checkpoint just trained, checkpoint_best, a --model_path),
-never the user's files: ``TransformersConverter`` is given that model and its tokenizer, and only the config it
-reads first is written, to a temporary directory. The result is cached under ``<cache_dir>/ctranslate2/<key>``,
-the key a hash of the weights, the model config, the vocabulary, the precision and CTranslate2's version, so the
-same weights convert once whatever path they came from. LoRA/IA3 adapters are merged into a copy first.
+Batches come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
+through the same gather and background detokenisation, so outputs return in dataset order. A decoder-only model's
+call is made per batch: its length bounds count the batch's left-padded prompt width, as generate's do
+(textbox.decoding.lengths).
 
-The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
-transformers 5 dropped but the converter reads (``BartConfig.normalize_before``: BART normalises after each
-block) are set on that copy's config; the model's own config is left alone.
-
-Batches come from the same length-sorted loader as the transformers path (one shard per process) and leave as
-ids through the same gather and background detokenisation, so outputs return in dataset order.
+Decoder-only prompts are passed unpadded with ``include_prompt_in_result=False``: CTranslate2 runs the first
+(shortest prompt - 1) tokens of every prompt at once, then the rest of each longer prompt token by token as a
+forced prefix, and counts lengths from the end of each prompt. Two consequences, both handled by splitting a batch
+into calls (``_by_prompt_length``):
+- when the shortest prompt is a single token (an empty source: the separator alone) nothing is run at once and
+  CTranslate2 counts lengths, and returns tokens, from the start of every prompt: such prompts get a call of their
+  own;
+- beam search after a forced prefix lets no beam but the best end at its first free step (the decoding.cc
+  behaviour that keeps forced_bos_token_id with beams off CTranslate2), where generate ends any of the num_beams
+  best: under beam search each prompt length gets its own call, so that no prompt has a forced prefix. (Tiny
+  trained GPT-2, 60 examples, num_beams=4, length_penalty=0: 53/60 outputs equal in one call per batch.)
 """
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from textbox.config import TextBoxUserError
-from textbox.decoding.ctranslate2_settings import ctranslate2_call, effective_config, rerank_cut_hypotheses
+from textbox.decoding.ctranslate2_cache import CannotConvert, converted_model, decoder_start_token, plain_model
+from textbox.decoding.ctranslate2_settings import (Ctranslate2Call, ctranslate2_call, effective_config,
+                                                   rerank_cut_hypotheses)
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
-from textbox.utils.logging import get_logger
 
-# Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
-_DROPPED_FIELDS = {"bart": {"normalize_before": False}}
-_STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
-# Config fields that say where a model came from, not what it computes.
-_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -63,93 +57,6 @@ def _device(accelerator: Any) -> tuple[str, int]:
     return ("cuda", device.index or 0) if device.type == "cuda" else ("cpu", 0)
 
 
-def plain_model(model: Any) -> Any:
-    """The transformers model to convert: a LoRA/IA3 PeftModel merged into a copy, anything else itself."""
-    if getattr(model, "active_peft_config", None) is None:
-        return model
-    return copy.deepcopy(model).merge_and_unload()
-
-
-def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
-    """Hash of what the converted model depends on: weights, config, vocabulary, precision, CTranslate2."""
-    import ctranslate2
-
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        tensor = tensor.detach().to("cpu").contiguous()
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
-    config = {key: value for key, value in model.config.to_dict().items() if key not in _PROVENANCE}
-    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
-    digest.update(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode())
-    digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
-    return digest.hexdigest()[:32]
-
-
-def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
-                    latest_only: bool = False) -> tuple[Path, bool]:
-    """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
-    ``latest_only`` (validation: new weights every time) keeps one conversion under ``validation/``."""
-    key = content_key(model, tokenizer, quantization)
-    root = Path(cache_dir) / "ctranslate2" / ("validation" if latest_only else "")
-    target = root / key
-    if (target / "model.bin").is_file():
-        return target, False
-    if latest_only and root.is_dir():
-        for old in root.iterdir():
-            shutil.rmtree(old, ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=root, prefix=".converting-") as work:
-        config_dir, output = Path(work) / "config", Path(work) / "model"
-        seen = _as_converter_sees_it(model)
-        seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
-        _InMemoryConverter(seen, tokenizer, str(config_dir)).convert(
-            str(output), quantization=quantization if quantization in _STORAGE_TYPES else None)
-        try:
-            os.replace(output, target)  # atomic; another process may have won the race
-        except OSError:
-            if not (target / "model.bin").is_file():
-                raise
-    get_logger().info(f"converted the model for CTranslate2 ({quantization}) in {time.perf_counter() - started:.1f} s "
-                      f"into {target}")
-    return target, True
-
-
-def _as_converter_sees_it(model: Any) -> Any:
-    """A copy of ``model`` whose config carries the fields the converter reads. A deep copy: quantising
-    (int8) rewrites the weights it is given in place (measured: the decoded model's embeddings and projections
-    changed), and the model being decoded must stay as it is."""
-    seen = copy.deepcopy(model)
-    for name, value in _DROPPED_FIELDS.get(seen.config.model_type, {}).items():
-        if not hasattr(seen.config, name):
-            setattr(seen.config, name, value)
-    return seen
-
-
-def _converter_class() -> type:
-    from ctranslate2.converters import TransformersConverter
-
-    class InMemoryConverter(TransformersConverter):
-        """TransformersConverter fed with a model and tokenizer already in memory."""
-
-        def __init__(self, model: Any, tokenizer: Any, config_dir: str):
-            super().__init__(config_dir)
-            self._model, self._tokenizer = model, tokenizer
-
-        def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
-            return self._model
-
-        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
-            return self._tokenizer
-
-    return InMemoryConverter
-
-
-def _InMemoryConverter(model: Any, tokenizer: Any, config_dir: str) -> Any:  # noqa: N802 - a lazy class
-    return _converter_class()(model, tokenizer, config_dir)
-
-
 def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int,
                 fresh: bool = False) -> Any:
     """The Translator/Generator, kept for the next call on the same weights; ``fresh`` loads it anew (its
@@ -166,18 +73,26 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
 
 
 def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
-                   options: DecodingOptions, seed: int | None = None, validation: bool = False) -> Any:
-    """The loaded Translator/Generator for ``model``: converted once (main process first, others then find
-    it in the cache)."""
+                   options: DecodingOptions, seed: int | None = None, validation: bool = False) -> tuple[Any, Path]:
+    """(the loaded Translator/Generator for ``model``, its directory): converted once (main process first, the
+    others then find it in the cache)."""
     compute = compute_type(options, accelerator)
-    with accelerator.main_process_first():
-        path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute, latest_only=validation)
+    failure = None
+    with accelerator.main_process_first():  # every process reaches its barrier, converted or not
+        try:
+            path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute,
+                                      latest_only=validation)
+        except CannotConvert as error:
+            failure = error
+    if failure is not None:
+        raise failure
     device, index = _device(accelerator)
     if seed is not None:
         import ctranslate2
 
         ctranslate2.set_random_seed(seed)
-    return load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(), fresh=seed is not None)
+    engine = load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(), fresh=seed is not None)
+    return engine, path
 
 
 @torch.no_grad()
@@ -191,48 +106,94 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     inner = unwrapped.get_base_model() if getattr(unwrapped, "active_peft_config", None) is not None else unwrapped
     effective = effective_config(inner.generation_config, settings)
     seed = options.seed + accelerator.process_index if effective.do_sample else None
-    engine = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed, validation=description == "valid")
-    encoder_decoder = choice.kind == "translator"
-    call = ctranslate2_call(effective, choice.kind, encoder_decoder)
-    arguments, per_example = call.arguments, call.per_example
-    end = effective.eos_token_id
-    arguments["end_token"] = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
-    prefix = ([tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id)]
-              if encoder_decoder and effective.forced_bos_token_id is not None else None)
+    engine, path = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed,
+                                  validation=description == "valid")
+    batches = _BatchDecoder(engine, choice.kind, effective, tokenizer,
+                            _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-
-    def decode(sources: list[list[str]], **overrides: Any) -> list[Any]:
-        if encoder_decoder:
-            return engine.translate_batch(sources, target_prefix=[prefix] * len(sources) if prefix else None,
-                                          **{**arguments, **overrides})
-        return engine.generate_batch(sources, **{**arguments, **overrides})
-
-    def pick(result: Any) -> list[list[str]]:
-        found = _hypotheses(result)
-        if call.rerank_cut:
-            found = rerank_cut_hypotheses(found, list(result.scores), arguments["end_token"][0],
-                                          arguments["length_penalty"], per_example, call.stops_when_ended)
-        if len(found) != per_example:
-            raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected {per_example}")
-        return found
-
     with BackgroundDetokenizer(tokenizer) as detokenizer:
         for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
-            if encoder_decoder:
-                ids, mask = batch["input_ids"], batch["attention_mask"]
+            if choice.kind == "translator":
+                ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
             else:
                 ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
+                width = ids.shape[1]  # what generate counts in max_length / min_length: the left-padded prompt
             sources = [tokenizer.convert_ids_to_tokens(row[row_mask.bool()].tolist())
                        for row, row_mask in zip(ids.cpu(), mask.cpu())]
-            results = list(decode(sources))
-            if call.stops_when_ended is not None:
-                _complete_cut_searches(results, sources, decode, arguments["end_token"][0], call.stops_when_ended)
             rows = [tokenizer.convert_tokens_to_ids(hypothesis)
-                    for result in results for hypothesis in pick(result)]
+                    for hypotheses in batches.decode(sources, width) for hypothesis in hypotheses]
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
             detokenizer.submit(*accelerator.gather((out, batch["index"])))  # k consecutive rows per example
         return detokenizer.sequences(len(loader.dataset))
+
+
+def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer: Any) -> list[str] | None:
+    """What a Translator's every target starts with: the forced first token (forced_bos_token_id), after the
+    decoder start token where the converted model leaves that to the caller (see decoder_start_token)."""
+    if kind != "translator":
+        return None
+    prefix = []
+    if decoder_start_token(path) is None:
+        start = effective.decoder_start_token_id
+        prefix.append(tokenizer.convert_ids_to_tokens(start if start is not None else
+                                                      model.config.decoder_start_token_id))
+    if effective.forced_bos_token_id is not None:
+        prefix.append(tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id))
+    return prefix or None
+
+
+class _BatchDecoder:
+    """Decodes the examples of one batch with the call ``generate``'s settings map to for that batch."""
+
+    def __init__(self, engine: Any, kind: str, effective: Any, tokenizer: Any, prefix: list[str] | None,
+                 vocabulary_size: int):
+        self.engine, self.kind, self.effective, self.prefix = engine, kind, effective, prefix
+        self.vocabulary_size = vocabulary_size
+        end = effective.eos_token_id
+        self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
+
+    def decode(self, sources: list[list[str]], width: int) -> list[list[list[str]]]:
+        """Each example's num_return_sequences hypotheses (tokens), best first."""
+        call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
+        arguments = {**call.arguments, "end_token": self.end_tokens}
+
+        def run(some: list[list[str]], **overrides: Any) -> list[Any]:
+            if self.kind == "translator":
+                return self.engine.translate_batch(some, target_prefix=[self.prefix] * len(some) if self.prefix
+                                                   else None, **{**arguments, **overrides})
+            return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
+                                     every_length=arguments["beam_size"] > 1)
+
+        results = list(run(sources))
+        if call.stops_when_ended is not None:
+            _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
+        return [self._pick(call, result) for result in results]
+
+    def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
+        found = _hypotheses(result) * call.copies
+        if call.rerank_cut:
+            found = rerank_cut_hypotheses(found, list(result.scores), self.end_tokens[0],
+                                          call.arguments["length_penalty"], call.per_example, call.stops_when_ended)
+        if len(found) != call.per_example:
+            raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected "
+                               f"{call.per_example}")
+        return found
+
+
+def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:
+    """``generate`` on groups of ``prompts`` (see the module docstring), results in the order of ``prompts``: each
+    prompt length apart (``every_length``, beam search), or the single-token prompts apart from the others."""
+    groups: dict[int, list[int]] = {}
+    for number, prompt in enumerate(prompts):
+        groups.setdefault(len(prompt) if every_length else min(len(prompt), 2), []).append(number)
+    if len(groups) == 1:
+        return list(generate(prompts))
+    results: list[Any] = [None] * len(prompts)
+    for group in groups.values():
+        for number, result in zip(group, generate([prompts[number] for number in group])):
+            results[number] = result
+    return results
 
 
 def _complete_cut_searches(results: list[Any], sources: list[list[str]], decode: Any, end_token: str,
@@ -260,8 +221,3 @@ def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     for number, row in enumerate(rows):
         out[number, :len(row)] = torch.tensor(row, dtype=torch.long)
     return out
-
-
-def remove_cache(cache_dir: str | Path) -> None:
-    """Delete every converted model under ``cache_dir`` (they are rebuilt on demand)."""
-    shutil.rmtree(Path(cache_dir) / "ctranslate2", ignore_errors=True)

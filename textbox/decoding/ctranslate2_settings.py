@@ -1,12 +1,16 @@
 """transformers generation settings -> CTranslate2 ``translate_batch``/``generate_batch`` arguments.
 
 Every setting either maps to an argument that decodes alike (checked against ``model.generate`` in
-tests/unit/decoding/test_ctranslate2.py) or is named by ``unsupported_settings``: the run then decodes with
-transformers (``--decoding_backend=auto``) or is refused (``ctranslate2``). Nothing is dropped silently.
+tests/unit/decoding/, on encoder-decoder and decoder-only models; benchmarks/engine_agreement.py measures every
+mapped setting, docs/speedups.md has its tables) or is named by ``unsupported_settings``: the run then decodes
+with transformers (``--decoding_backend=auto``) or is refused (``ctranslate2``). Nothing is dropped silently.
 
-How lengths are counted (measured against transformers 5 on BART):
+How lengths are counted (measured against transformers 5):
 - transformers' ``max_new_tokens`` counts the end token; CTranslate2's ``max_decoding_length`` counts it too.
-  ``max_length`` (encoder-decoder) also counts the decoder start token: max_new_tokens = max_length - 1.
+  ``max_length`` and ``min_length`` also count the decoder's input: the decoder start token of an encoder-decoder,
+  a decoder-only model's left-padded prompt (textbox.decoding.lengths), so a decoder-only call is made per batch.
+- CTranslate2 cuts a source after ``max_input_length`` tokens (1024 by default); transformers never does, so the
+  limit is lifted (0).
 - ``forced_eos_token_id`` (BART's convention) makes the last allowed step the end token; CTranslate2 has no
   forcing, so the bound is one less and a hypothesis cut there is the same tokens without the end token.
   Beam search then ranks a hypothesis cut there by its length with the end token, as transformers does
@@ -16,8 +20,8 @@ How lengths are counted (measured against transformers 5 on BART):
 - ``min_new_tokens`` = CTranslate2's ``min_decoding_length``; 0 allows an immediate end token as transformers
   does (CTranslate2's 1 forbids it). ``min_length`` counts the decoder start token. A minimum length with beams
   is not mapped: CTranslate2 bans the end token before its log-softmax (the other tokens' scores are
-  renormalised), transformers after, so the beams rank differently (tiny BART, min_new_tokens=5: 112/120
-  identical). Greedy decoding and sampling take the same tokens either way.
+  renormalised), transformers after, so the beams rank differently. Greedy decoding and sampling take the same
+  tokens either way.
 
 When beam search stops (``early_stopping``), read in both sources (transformers' ``_beam_search``, CTranslate2's
 ``BeamSearch::search``): both keep the same beams at every step (the best num_beams of 2 x num_beams candidates
@@ -53,10 +57,20 @@ but the heuristic's own stop. Before this mapping (patience 1, min_decoding_leng
 every cut hypothesis a candidate) the same comparison gave 315/320, a search that matched neither rule (probably
 closer to the heuristic because min_decoding_length 1 hid the immediate end token that True counts as one of its
 num_beams finished hypotheses; not verified further).
-Not mapped, because measured not to decode alike (tiny BART, 200 examples): ``repetition_penalty`` (transformers
-also penalises the decoder start token, BART's end token, so its outputs run longer: 95/200 identical) and
-``no_repeat_ngram_size`` with beams (CTranslate2 bans before normalising the scores, transformers after: 155-170/200
-identical; greedy: 200/200, mapped).
+Not mapped, because measured not to decode alike (figures: docs/speedups.md):
+- ``repetition_penalty``: transformers also penalises the decoder start token (BART's end token) or the whole
+  prompt, CTranslate2 neither;
+- ``no_repeat_ngram_size`` with beams: CTranslate2 bans before normalising the scores, transformers after (greedy
+  encoder-decoder decoding maps); on a decoder-only model at all: transformers bans the prompt's n-grams too,
+  CTranslate2 only those of what it decodes step by step (with ``include_prompt_in_result=True`` every prompt
+  token but the first, with its length bounds then counting each prompt: exact only one call per example);
+- ``forced_bos_token_id`` with beams: at the first step after a forced token CTranslate2 replaces an end token
+  proposed by any beam but the best by a dead hypothesis (``update_sample_with_prefix`` in its decoding.cc, not
+  configurable), where transformers counts "forced token, end" as a finished hypothesis and keeps num_beams live
+  beams. Greedy decoding and sampling keep one hypothesis and map.
+Sampling maps to the same distribution (CTranslate2 applies top_k, temperature, then top_p, as transformers does),
+with transformers' default top_k of 50 when it is unset, but draws from another random generator: outputs agree
+only where the distribution leaves one choice.
 Nothing heavy is imported at module level: config validation calls ``unsupported_settings`` with no model.
 """
 from __future__ import annotations
@@ -69,14 +83,17 @@ _MAPPED = {"max_new_tokens", "max_length", "min_new_tokens", "min_length", "num_
            "no_repeat_ngram_size", "repetition_penalty", "do_sample", "top_k", "top_p", "temperature",
            "num_return_sequences", "early_stopping", "forced_bos_token_id", "forced_eos_token_id",
            "decoder_start_token_id", "bos_token_id", "eos_token_id", "pad_token_id", "use_cache"}
+# What generate uses for a field nobody set (GenerationConfig's fields default to None).
+_GENERATE_DEFAULTS = {"top_k": 50}
 # Fields of a GenerationConfig that never change what is generated.
 _BOOKKEEPING = {"transformers_version", "_from_model_config", "return_dict_in_generate", "output_scores",
                 "output_logits", "output_attentions", "output_hidden_states", "is_assistant"}
 
 
-def unsupported_settings(settings: dict[str, Any], generation_config: Any = None,
-                         decoder_start: int | None = None) -> list[str]:
-    """What in ``settings`` (over the model's ``generation_config``, when given) CTranslate2 cannot do alike."""
+def unsupported_settings(settings: dict[str, Any], generation_config: Any = None, decoder_start: int | None = None,
+                         decoder_only: bool | None = None) -> list[str]:
+    """What in ``settings`` (over the model's ``generation_config``, when given) CTranslate2 cannot do alike;
+    ``decoder_only``: whether the model is a decoder-only LM (None: not known yet, at config time)."""
     problems = [f"{name}={settings[name]!r} has no CTranslate2 equal" for name in sorted(settings)
                 if name not in _MAPPED and name not in _BOOKKEEPING]
     merged = dict(settings)
@@ -89,15 +106,29 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
         merged = {name: getattr(effective, name) for name in _MAPPED}
     beams = merged.get("num_beams") or 1
     if (merged.get("repetition_penalty") or 1.0) != 1.0:
-        problems.append(f"repetition_penalty={merged['repetition_penalty']!r}: transformers also penalises the "
-                        f"decoder start token, CTranslate2 does not, so outputs differ")
+        also = ("the prompt's tokens, CTranslate2 only those it decodes step by step" if decoder_only else
+                "the decoder start token, CTranslate2 does not")
+        problems.append(f"repetition_penalty={merged['repetition_penalty']!r}: transformers also penalises {also}, "
+                        f"so outputs differ")
     if (merged.get("no_repeat_ngram_size") or 0) > 0 and beams > 1 and not merged.get("do_sample"):
         problems.append(f"no_repeat_ngram_size={merged['no_repeat_ngram_size']} with num_beams={beams}: CTranslate2 "
                         f"bans n-grams before normalising the scores, transformers after, so beams rank differently "
                         f"(greedy decoding maps)")
-    if merged.get("no_repeat_ngram_size") == 1:
+    if (merged.get("no_repeat_ngram_size") or 0) > 0 and decoder_only:
+        problems.append(f"no_repeat_ngram_size={merged['no_repeat_ngram_size']} on a decoder-only model: "
+                        f"transformers bans the n-grams of the prompt too, CTranslate2 only those it decodes step "
+                        f"by step (the output and part of the prompt), so outputs differ")
+    elif merged.get("no_repeat_ngram_size") == 1:
         problems.append("no_repeat_ngram_size=1: transformers counts the decoder start token (BART's end token) "
                         "as generated and never ends, CTranslate2 does not")
+    forced_bos = merged.get("forced_bos_token_id")
+    if forced_bos is not None and decoder_only:
+        problems.append(f"forced_bos_token_id={forced_bos} on a decoder-only model: transformers forces it only "
+                        f"where the prompt is one token wide")
+    elif forced_bos is not None and beams > 1 and not merged.get("do_sample"):
+        problems.append(f"forced_bos_token_id={forced_bos} with num_beams={beams}: CTranslate2 never lets a beam "
+                        f"other than the best end right after a forced token, transformers does, so beams differ "
+                        f"(greedy decoding and sampling map)")
     if merged.get("do_sample") and beams > 1:
         problems.append(f"do_sample=True with num_beams={beams} (beam sampling) has no CTranslate2 equal")
     if beams > 1 and not merged.get("do_sample"):
@@ -176,23 +207,22 @@ class Ctranslate2Call:
     per_example: int  # hypotheses kept per example (num_return_sequences)
     rerank_cut: bool  # rank hypotheses cut at the length bound as transformers does under forced_eos_token_id
     stops_when_ended: int | None = None  # early_stopping=True: the search ends once this many hypotheses ended
+    copies: int = 1  # each returned hypothesis stands for this many (sampling from one token: all are the same)
 
 
-def ctranslate2_call(effective: Any, kind: str, encoder_decoder: bool) -> Ctranslate2Call:
-    """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring)."""
+def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
+                     vocabulary_size: int | None = None) -> Ctranslate2Call:
+    """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring) a batch
+    whose decoder input is ``decoder_input_width`` wide (textbox.decoding.lengths: a decoder-only model's
+    max_length and min_length count its left-padded prompt, so its call is made per batch)."""
+    from textbox.decoding.lengths import new_token_bounds
+
     sampling = bool(effective.do_sample)
     beams = 1 if sampling else (effective.num_beams or 1)
-    if effective.max_new_tokens is not None:
-        max_new = effective.max_new_tokens
-    else:
-        max_new = effective.max_length - (1 if encoder_decoder else 0)  # decoder-only: see generator_lengths
+    max_new, min_new = new_token_bounds(effective, decoder_input_width)
     if effective.forced_eos_token_id is not None:
         max_new -= 1  # the last step could only be the forced end token
     max_new = max(1, max_new)
-    if effective.min_new_tokens is not None:
-        min_new = effective.min_new_tokens
-    else:
-        min_new = max(0, (effective.min_length or 0) - (1 if encoder_decoder else 0))
     hypotheses = effective.num_return_sequences or 1
     penalty = float(effective.length_penalty if effective.length_penalty is not None else 1.0)
     arguments: dict[str, Any] = {
@@ -211,15 +241,21 @@ def ctranslate2_call(effective: Any, kind: str, encoder_decoder: bool) -> Ctrans
         if effective.forced_eos_token_id is not None and penalty != 0:  # see rerank_cut_hypotheses
             rerank_cut = True
             arguments["num_hypotheses"] = beams * patience
-    if sampling:
-        arguments.update(sampling_topk=int(effective.top_k or 0), sampling_topp=float(effective.top_p or 1.0),
+    copies = 1
+    if sampling:  # an unset top_k is transformers' default (50), not CTranslate2's 0 (the whole vocabulary)
+        top_k = int(effective.top_k if effective.top_k is not None else _GENERATE_DEFAULTS["top_k"])
+        if vocabulary_size is not None and top_k >= vocabulary_size:
+            top_k = 0  # the whole vocabulary, as transformers clips it (CTranslate2 refuses a larger top_k)
+        if top_k == 1:  # every sample is the best token: CTranslate2 refuses several, they are copies
+            copies, arguments["num_hypotheses"] = hypotheses, 1
+        arguments.update(sampling_topk=top_k, sampling_topp=float(effective.top_p or 1.0),
                          sampling_temperature=float(effective.temperature or 1.0))
-    if kind == "translator":
-        arguments.update(max_decoding_length=max_new, min_decoding_length=min(min_new, max_new))
+    if kind == "translator":  # max_input_length=0: CTranslate2 would cut sources after 1024 tokens
+        arguments.update(max_decoding_length=max_new, min_decoding_length=min(min_new, max_new), max_input_length=0)
     else:
         arguments.update(max_length=max_new, min_length=min(min_new, max_new), include_prompt_in_result=False)
     return Ctranslate2Call(arguments, hypotheses, rerank_cut,
-                           beams if rerank_cut and not searches_exhaustively(effective) else None)
+                           beams if rerank_cut and not searches_exhaustively(effective) else None, copies)
 
 
 def rerank_cut_hypotheses(tokens: list[list[str]], scores: list[float], end_token: str, length_penalty: float,

@@ -2,10 +2,10 @@
 
 ``--decoding_backend=auto`` (the default) picks CTranslate2 for BART/mBART, T5/mT5, Marian, Pegasus, M2M100
 (its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
-models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for, weights split
-by FSDP or DeepSpeed ZeRO-3); one log line says which engine decodes and why. ``--decoding_backend=ctranslate2``
-refuses, before anything is built, what would not run on CTranslate2 (``problems``, called by textbox.checks);
-``transformers`` never converts.
+models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for on the model's
+kind, models its converter fails on, weights split by FSDP or DeepSpeed ZeRO-3); one log line says which engine
+decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what would not run on
+CTranslate2 (``problems``, called by textbox.checks); ``transformers`` never converts.
 
 The run's options (``DecodingOptions.from_values(config)``) are built by the Evaluator and passed to
 ``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
@@ -112,8 +112,12 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
             not unconvertible:
         why.append(f"--model_path={values['model_path']} holds a {model_type!r} model; CTranslate2 converts "
                    f"{', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))}; use --decoding_backend=auto or transformers")
+    if facts is not None:
+        decoder_only = facts.decoder_only
+    else:
+        decoder_only = None if model_type is None else model_type in GENERATOR_TYPES
     why.extend(f"--generation_kwargs: {problem}; use --decoding_backend=auto (falls back to transformers) or drop it"
-               for problem in unsupported_settings(dict(values["generation_kwargs"])))
+               for problem in unsupported_settings(dict(values["generation_kwargs"]), decoder_only=decoder_only))
     return why
 
 
@@ -165,6 +169,17 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
 
 
+def not_converted(why: str, options: DecodingOptions) -> EngineChoice:
+    """The engine once CTranslate2's converter failed on the model (``why``): transformers under auto, logged;
+    an explicit ctranslate2 is an error naming why."""
+    from textbox.config import TextBoxUserError
+
+    if options.backend == "ctranslate2":
+        raise TextBoxUserError(f"--decoding_backend=ctranslate2: {why}; use --decoding_backend=auto (falls back to "
+                               f"transformers) or transformers")
+    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {why}"))
+
+
 # Validation by generation converts the just-trained weights at every validation: measured, it pays.
 # benchmarks/decode_speed.py times the conversion a validation pays (content hash + TransformersConverter + atomic
 # move into an empty cache, float32, median of 3) and the decoding time it saves per example against the
@@ -179,7 +194,7 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
 # it at beam search and on the default-sized model, so every validation converts (a large model's greedy float32
 # validation about breaks even). The figures: docs/speedups.md and the JSON line of decode_speed.py
 # (conversion_seconds, *_break_even_examples).
-# Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_engine.converted_model).
+# Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_cache.converted_model).
 
 
 def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
@@ -200,7 +215,8 @@ def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
     else:
         return "", (f"model type {model_type!r} ({type(inner).__name__}) has no CTranslate2 conversion here "
                     f"(it converts {', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))})")
-    problems = unsupported_settings(settings, inner.generation_config, decoder_start=_decoder_start(inner, kind))
+    problems = unsupported_settings(settings, inner.generation_config, decoder_start=_decoder_start(inner, kind),
+                                    decoder_only=kind == "generator")
     if problems:
         return "", "; ".join(problems)
     return kind, None

@@ -21,18 +21,26 @@ from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import BackgroundDetokenizer
-from textbox.decoding.engine import DecodingOptions, choose_engine
+from textbox.decoding.engine import DecodingOptions, choose_engine, not_converted
+from textbox.decoding.lengths import new_token_bounds
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 from textbox.model.loss import is_decoder_only
 from textbox.utils.atomic import write_text_atomic
 
 
 def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict[str, Any]:
-    """The user's generation_kwargs, with max_new_tokens defaulting to tgt_len."""
+    """The user's generation_kwargs, with max_new_tokens defaulting to tgt_len. A bound the user gives in one form
+    (max_length, min_length) clears the other form (max_new_tokens, min_new_tokens), which generate would otherwise
+    take from the model's generation config (every checkpoint stores max_new_tokens = tgt_len) and rank above it."""
     settings = dict(generation_kwargs)
-    if "max_length" not in settings:
+    if "max_length" in settings:
+        settings.setdefault("max_new_tokens", None)
+    else:
         settings.setdefault("max_new_tokens", tgt_len)
+    if "min_length" in settings:
+        settings.setdefault("min_new_tokens", None)
     return settings
 
 
@@ -54,13 +62,19 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
     decoding = decoding or DecodingOptions()
     engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding)
     if engine.name == "ctranslate2":
+        from textbox.decoding.ctranslate2_cache import CannotConvert
         from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
 
-        return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine, decoding)
+        try:
+            return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine,
+                                         decoding)
+        except CannotConvert as error:  # raised before any batch is decoded
+            not_converted(str(error), decoding)
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
     unwrapped.eval()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    effective = effective_config(unwrapped.generation_config, settings)
     settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
     if settings.get("stop_strings") is not None:
         settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
@@ -71,6 +85,8 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
                 inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_attention_mask"]}
             else:
                 inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+            # where max_length leaves no room for a new token: a clear error instead of generate's ValueError
+            new_token_bounds(effective, inputs["input_ids"].shape[1] if decoder_only else 1)
             with accelerator.autocast():
                 ids = unwrapped.generate(**inputs, **settings)
             if decoder_only:  # generate returns prompt + new tokens

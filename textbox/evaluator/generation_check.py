@@ -59,7 +59,23 @@ _BOOLEANS = ("do_sample", "use_cache", "renormalize_logits", "remove_invalid_val
 def problems(config: Config) -> list[str]:
     """The --generation_kwargs of a configuration (textbox/checks.py calls this with the other registries' checks,
     before anything runs)."""
-    return generation_problems(config["generation_kwargs"], config.where)
+    found = generation_problems(config["generation_kwargs"], config.where)
+    return found or _prompt_room_problems(config)
+
+
+def _prompt_room_problems(config: Config) -> list[str]:
+    """A decoder-only model's max_length counts its left-padded prompt (up to src_len + the separator): a
+    max_length that a prompt can fill would stop generate with a ValueError at test time, after training."""
+    from textbox.config.families import FAMILIES
+
+    family = FAMILIES.get(str(config["model"]).lower())
+    longest_prompt = config["src_len"] + 1
+    max_length = config["generation_kwargs"].get("max_length")
+    if family is None or not family.decoder_only or max_length is None or max_length > longest_prompt:
+        return []
+    return [f"{config.where('generation_kwargs')}: max_length={max_length} counts the prompt of a decoder-only "
+            f"model, which can be src_len + 1 (the separator) = {longest_prompt} tokens, leaving no token to "
+            f"generate; use max_new_tokens (new tokens only), or raise max_length above {longest_prompt}"]
 
 
 def generation_problems(kwargs: Mapping[str, Any], where: Callable[[str], str]) -> list[str]:

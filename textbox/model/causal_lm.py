@@ -65,6 +65,10 @@ def _check_positions(config: Config, model_config: PretrainedConfig) -> None:
             f"positions of this {model_config.model_type!r} model (source and target share one sequence); lower "
             f"--src_len/--tgt_len"
             + (", or raise them with --config_kwargs={'max_position_embeddings': N}" if config.from_scratch else ""))
+    max_length = config.generation_kwargs.get("max_length")
+    if isinstance(positions, int) and max_length is not None and max_length > positions:
+        raise TextBoxUserError(f"--generation_kwargs: max_length={max_length} (prompt and new tokens) exceeds the "
+                               f"{positions} positions of this {model_config.model_type!r} model; lower it")
 
 
 def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:

@@ -4,9 +4,8 @@ and refusals with their messages, and a conversion cache that converts once and 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
-import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,52 +14,12 @@ from textbox.config import TextBoxUserError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import Seq2SeqCollator
-from textbox.decoding.ctranslate2_engine import converted_model
+from textbox.decoding.ctranslate2_cache import converted_model
 from textbox.decoding.detokenize import one_line
 from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.evaluator.generate import generate_sequences, generate_texts
-from tests.helpers import _WORDS
 
 EXAMPLES = 120
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    rng = random.Random(0)
-    out = []
-    for _ in range(200):
-        words = rng.choices(_WORDS, k=rng.randint(2, 6))
-        out.append((" ".join(words), " ".join(reversed(words))))
-    return out
-
-
-@pytest.fixture(scope="module")
-def trained(pairs, tmp_path_factory):
-    """(model, tokenizer): a d=32 BART with BART's conventions (decoder start = forced end = </s>), 150 steps."""
-    from transformers import BartConfig, BartForConditionalGeneration
-
-    from textbox.model.tokenizer import train_bpe_tokenizer
-
-    tokenizer = train_bpe_tokenizer([source for source, _ in pairs], vocab_size=300, min_frequency=1,
-                                    cache_dir=tmp_path_factory.mktemp("tok"), log=lambda message: None)
-    torch.manual_seed(0)
-    config = BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=64, pad_token_id=tokenizer.pad_token_id,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                        forced_eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
-                        dropout=0.0)
-    model = BartForConditionalGeneration(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    for step in range(150):
-        batch = pairs[(step * 16) % 200:(step * 16) % 200 + 16]
-        inputs = tokenizer([source for source, _ in batch], return_tensors="pt", padding=True)
-        labels = tokenizer([target for _, target in batch], return_tensors="pt", padding=True)["input_ids"]
-        labels[labels == tokenizer.pad_token_id] = -100
-        model(**inputs, labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return model.eval(), tokenizer
 
 
 @pytest.fixture
@@ -159,6 +118,22 @@ def test_sampling_uses_the_seed_and_top_k_1_is_greedy(trained, pairs, tmp_path, 
     assert _decode(trained, pairs, tmp_path, {**sampled, "top_k": 1}, "ctranslate2") == greedy
 
 
+def test_sampling_reads_top_k_as_transformers_does(trained, pairs, tmp_path):
+    """transformers samples from the 50 best tokens when top_k is unset (tests/unit/decoding/
+    test_transformers_assumptions.py), CTranslate2 from all of them unless told: unset must mean 50 on both. A
+    top_k past the vocabulary is the whole vocabulary (CTranslate2 raised a ValueError), and top_k=1 gives
+    num_return_sequences copies of the greedy output (CTranslate2 refused more than one)."""
+    sampled = {"do_sample": True, "temperature": 5.0, "max_new_tokens": 10}  # hot: the long tail gets drawn
+    unset = _decode(trained, pairs, tmp_path, sampled, "ctranslate2")
+    assert unset == _decode(trained, pairs, tmp_path, {**sampled, "top_k": 50}, "ctranslate2")
+    everything = _decode(trained, pairs, tmp_path, {**sampled, "top_k": 0}, "ctranslate2")
+    assert unset != everything
+    assert _decode(trained, pairs, tmp_path, {**sampled, "top_k": 5000}, "ctranslate2") == everything
+    copies = {"do_sample": True, "top_k": 1, "num_return_sequences": 2, "max_new_tokens": 10}
+    greedy = _reference(trained, pairs, tmp_path, {"max_new_tokens": 10})
+    assert _decode_all(trained, pairs, tmp_path, copies, "ctranslate2") == [text for text in greedy for _ in range(2)]
+
+
 def test_auto_falls_back_with_a_log_line_and_explicit_ctranslate2_refuses(trained, caplog):
     model, _ = trained
     auto = DecodingOptions("auto")
@@ -201,6 +176,9 @@ def test_weights_split_by_the_launcher_decode_with_transformers_under_auto(train
     ({"num_beams": 4, "length_penalty": 0.0, "early_stopping": True}, "early_stopping=True with length_penalty=0"),
     ({"num_beams": 4, "length_penalty": 0.0, "num_return_sequences": 2}, "num_return_sequences=2 with "
                                                                          "length_penalty=0"),
+    ({"num_beams": 4, "early_stopping": True, "forced_bos_token_id": 5}, "forced_bos_token_id=5 with num_beams=4: "
+                                                                          "CTranslate2 never lets a beam other than "
+                                                                          "the best end right after a forced token"),
 ])
 def test_beam_searches_ctranslate2_cannot_run_alike_fall_back(trained, pairs, tmp_path, settings, why):
     """Each of these decodes differently on CTranslate2 (measured here before it was refused): auto falls back
@@ -253,3 +231,69 @@ def test_conversion_is_cached_by_content_and_the_checkpoint_is_untouched(trained
     after = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in checkpoint.iterdir()}
     assert after == before
     assert not hasattr(model.config, "normalize_before")  # supplied to the converter's copy only
+
+
+def _token_often_followed_by_an_end(model, tokenizer, sources) -> int:
+    """The token after which (forced first) the end token ranks 2nd to 4th for the most sources: where
+    CTranslate2's beam search and transformers' part."""
+    inputs = tokenizer(sources, return_tensors="pt", padding=True)
+    start = model.config.decoder_start_token_id
+    counts = []
+    with torch.no_grad():
+        for token in range(len(tokenizer)):
+            decoder = torch.tensor([[start, token]] * len(sources))
+            logits = model(**inputs, decoder_input_ids=decoder).logits[:, -1]
+            rank = (logits > logits[:, [tokenizer.eos_token_id]]).sum(dim=1)
+            counts.append((int(((rank >= 1) & (rank <= 3)).sum()), token))
+    return max(counts)[1]
+
+
+def test_beam_search_after_a_forced_first_token_decodes_as_generate_does(trained, pairs, tmp_path):
+    """The mBART/M2M100 language-token path: CTranslate2 gave 2/60 outputs equal (length_penalty 2.0) and 93/240
+    (four sequences per example) where the end token is likely right after the forced token. auto decodes it with
+    transformers; greedy decoding keeps one hypothesis and still runs on CTranslate2, alike."""
+    model, tokenizer = trained
+    forced = _token_often_followed_by_an_end(model, tokenizer, [source for source, _ in pairs[:EXAMPLES]])
+    settings = {"num_beams": 4, "early_stopping": True, "length_penalty": 2.0, "forced_bos_token_id": forced,
+                "max_new_tokens": 10}
+    assert _decode(trained, pairs, tmp_path, settings, "auto") == _reference(trained, pairs, tmp_path, settings)
+    greedy = {"forced_bos_token_id": forced, "max_new_tokens": 10}
+    assert choose_engine(model, greedy, "test", DecodingOptions("auto")).name == "ctranslate2"
+    assert _decode(trained, pairs, tmp_path, greedy, "ctranslate2") == _reference(trained, pairs, tmp_path, greedy)
+
+
+def test_a_damaged_conversion_in_the_cache_is_converted_again(trained, pairs, tmp_path, caplog):
+    """A truncated model.bin (a copy cut short, a full disk) crashed every later decode of the model ("File
+    model.bin is incomplete", exit 1): it is found, converted again, and the outputs are the model's."""
+    model, tokenizer = trained
+    settings = {"max_new_tokens": 10}
+    expected = _decode(trained, pairs, tmp_path, settings, "ctranslate2")
+    (converted,) = (tmp_path / "cache" / "ctranslate2").glob("[0-9a-f]*")
+    weights = converted / "model.bin"
+    size = weights.stat().st_size
+    with open(weights, "r+b") as handle:
+        handle.truncate(size // 2)
+    from textbox.decoding import ctranslate2_engine
+
+    ctranslate2_engine._loaded.clear()  # as in a new run
+    with caplog.at_level(logging.WARNING):
+        assert _decode(trained, pairs, tmp_path, settings, "ctranslate2") == expected
+    assert "is incomplete (model.bin has" in caplog.text and "converting the model again" in caplog.text
+    assert weights.stat().st_size == size
+
+
+def test_the_conversion_cache_tells_apart_tokenizers_with_other_special_tokens(trained, tmp_path):
+    """The converter writes the tokenizer's special tokens into the converted model (and Pegasus and Marian start
+    decoding from its pad or end token): the same weights and vocabulary with another pad token are another
+    conversion."""
+    import copy
+
+    model, tokenizer = trained
+    other = copy.deepcopy(tokenizer)
+    other.bos_token = tokenizer.unk_token
+    assert other.get_vocab() == tokenizer.get_vocab()
+    first, _ = converted_model(model, tokenizer, tmp_path / "cache", "float32")
+    second, converted = converted_model(model, other, tmp_path / "cache", "float32")
+    assert converted and second != first
+    assert json.loads((first / "config.json").read_text())["bos_token"] == tokenizer.bos_token
+    assert json.loads((second / "config.json").read_text())["bos_token"] == other.bos_token

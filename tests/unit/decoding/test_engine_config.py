@@ -30,6 +30,23 @@ def test_explicit_ctranslate2_refuses_what_it_cannot_run(data):
                                                generation_kwargs={"diversity_penalty": 0.5})
 
 
+def test_explicit_ctranslate2_refuses_settings_it_cannot_run_on_the_models_kind(data, tmp_path):
+    """Known before anything is built from the model family: decoder-only n-gram blocking (the prompt's n-grams),
+    beam search after a forced first token."""
+    from tests.causal_helpers import save_tiny_causal_lm
+    from tests.unit.decoding.conftest import SOURCES
+
+    gpt2 = save_tiny_causal_lm(tmp_path / "gpt2", SOURCES, "gpt2", tmp_path / "tok")
+    message = _problems(data, decoding_backend="ctranslate2", model="gpt2", model_path=str(gpt2),
+                        generation_kwargs={"no_repeat_ngram_size": 3})
+    assert "no_repeat_ngram_size=3 on a decoder-only model" in message
+    load_checked_config([], {"dataset": "copy", "data_path": data, "decoding_backend": "ctranslate2",
+                             "generation_kwargs": {"no_repeat_ngram_size": 3}})  # greedy BART maps it
+    message = _problems(data, decoding_backend="ctranslate2", generation_kwargs={"num_beams": 4, "early_stopping": True,
+                                                                                 "forced_bos_token_id": 5})
+    assert "forced_bos_token_id=5 with num_beams=4" in message
+
+
 def test_retired_decode_compile_is_refused_for_every_backend(data):
     for backend in ("auto", "ctranslate2", "transformers"):
         assert "--decode_compile=True: compiled decoding was retired" in _problems(data, decoding_backend=backend,

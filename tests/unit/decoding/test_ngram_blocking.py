@@ -94,3 +94,18 @@ def test_settings_unchanged_where_nothing_is_blocked_or_the_mode_is_another():
     assert with_in_place_ngram_blocking(with_stop, config) == with_stop
     from_model = with_in_place_ngram_blocking({}, GenerationConfig(no_repeat_ngram_size=3))
     assert from_model == {"custom_generate": ngram_blocking.decode_with_in_place_ngram_blocking}
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_decoder_only_outputs_equal_generate_on_each_example_alone_whatever_the_batch(trained_causal, pairs, size,
+                                                                                      tmp_path):
+    """Left padding is no part of the n-grams: transformers' own processor counts it (the pad token, here the end
+    token, makes n-grams with the prompt), and 4 of 60 outputs of the tiny GPT-2 changed with the batch."""
+    from tests.unit.decoding.engines import decode, generate_alone
+
+    model, tokenizer = trained_causal
+    sources = [source for source, _ in pairs[:60]]
+    settings = {"no_repeat_ngram_size": size, "max_new_tokens": 16}
+    expected = generate_alone(model, tokenizer, sources, settings)
+    for batch_size in (16, 5):
+        assert decode(model, tokenizer, sources, settings, "transformers", tmp_path, batch_size) == expected

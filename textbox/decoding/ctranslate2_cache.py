@@ -1,0 +1,180 @@
+"""The CTranslate2 conversion of an in-memory model, converted once per content and kept in a cache.
+
+Conversion reads the model object being decoded (the checkpoint just trained, checkpoint_best, a --model_path),
+never the user's files: ``TransformersConverter`` is given that model and its tokenizer, and only the config it
+reads first is written, to a temporary directory. The result is cached under ``<cache_dir>/ctranslate2/<key>``, the
+key a hash of everything the converted model depends on: the weights, the model config, the vocabulary, which
+tokens are special (the converter writes the tokenizer's bos/eos/unk tokens into the converted config, and
+Pegasus and Marian models start decoding from its pad or eos token), the precision and CTranslate2's version. So
+the same weights convert once whatever path they came from. LoRA/IA3 adapters are merged into a copy first.
+
+A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
+its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
+that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again.
+
+The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
+transformers 5 dropped but the converter reads (``normalize_before``, ``normalize_embedding``: whether the
+architecture normalises before each block and after the embeddings) are set on that copy's config; the model's
+own config is left alone.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from textbox.utils.atomic import swap_in
+from textbox.utils.logging import get_logger
+
+# Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
+_DROPPED_FIELDS = {"bart": {"normalize_before": False}, "mbart": {"normalize_before": True},
+                   "pegasus": {"normalize_before": True, "normalize_embedding": False}}
+_STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+# Config fields that say where a model came from, not what it computes.
+_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
+_SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
+RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
+
+
+class CannotConvert(Exception):
+    """The converter failed on this model (e.g. an OPT vocabulary that is no multiple of 8, a Marian model
+    without a Marian tokenizer): ``--decoding_backend=auto`` decodes with transformers instead."""
+
+
+def plain_model(model: Any) -> Any:
+    """The transformers model to convert: a LoRA/IA3 PeftModel merged into a copy, anything else itself."""
+    if getattr(model, "active_peft_config", None) is None:
+        return model
+    return copy.deepcopy(model).merge_and_unload()
+
+
+def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
+    """Hash of what the converted model depends on: weights, config, vocabulary, special tokens, precision,
+    CTranslate2."""
+    import ctranslate2
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        tensor = tensor.detach().to("cpu").contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    config = {key: value for key, value in model.config.to_dict().items() if key not in _PROVENANCE}
+    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
+    digest.update(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode())
+    special = {name: str(getattr(tokenizer, name, None)) for name in _SPECIAL_TOKENS}
+    digest.update(json.dumps([special, tokenizer.special_tokens_map], sort_keys=True, default=str).encode())
+    digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
+    return digest.hexdigest()[:32]
+
+
+def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
+                    latest_only: bool = False) -> tuple[Path, bool]:
+    """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
+    ``latest_only`` (validation: new weights every time) keeps one conversion under ``validation/``."""
+    key = content_key(model, tokenizer, quantization)
+    root = Path(cache_dir) / "ctranslate2" / ("validation" if latest_only else "")
+    target = root / key
+    if target.is_dir():
+        damage = damage_of(target)
+        if damage is None:
+            return target, False
+        get_logger().warning(f"the cached CTranslate2 conversion {target} is incomplete ({damage}): converting "
+                             f"the model again")
+    if latest_only and root.is_dir():
+        for old in root.iterdir():
+            shutil.rmtree(old, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=root, prefix=".converting-") as work:
+        config_dir, output = Path(work) / "config", Path(work) / "model"
+        seen = _as_converter_sees_it(model)
+        seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
+        try:
+            _InMemoryConverter(seen, tokenizer, str(config_dir)).convert(
+                str(output), quantization=quantization if quantization in _STORAGE_TYPES else None)
+        except Exception as error:  # whatever the converter trips on, the model does not convert
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CannotConvert(f"CTranslate2's converter cannot convert this {model.config.model_type!r} model "
+                                f"({type(error).__name__}: {reason})") from error
+        _write_record(output)
+        swap_in(output, target)  # a damaged entry is replaced; a process that lost a race keeps the winner's copy
+    get_logger().info(f"converted the model for CTranslate2 ({quantization}) in {time.perf_counter() - started:.1f} s "
+                      f"into {target}")
+    return target, True
+
+
+def damage_of(directory: Path) -> str | None:
+    """What is wrong with a cached conversion (None: complete, every file at the size recorded when written)."""
+    try:
+        sizes = json.loads((directory / RECORD).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no readable {RECORD}"
+    for name, size in sizes.items():
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != size:
+            return f"{name} has {path.stat().st_size} bytes, {size} were written"
+    return None
+
+
+def _write_record(directory: Path) -> None:
+    """Flush every converted file to disk, then record their sizes (the record last: it marks completion)."""
+    sizes = {}
+    for path in sorted(directory.iterdir()):
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+        sizes[path.name] = path.stat().st_size
+    with open(directory / RECORD, "w", encoding="utf-8") as handle:
+        json.dump({"files": sizes}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def decoder_start_token(directory: Path) -> str | None:
+    """The token the converted Translator starts decoding with; None when the converter left it to the caller
+    (mBART checkpoints whose tokenizer class is MBartTokenizer or unnamed: the start token then leads the
+    target prefix)."""
+    return json.loads((directory / "config.json").read_text(encoding="utf-8")).get("decoder_start_token")
+
+
+def _as_converter_sees_it(model: Any) -> Any:
+    """A copy of ``model`` whose config carries the fields the converter reads. A deep copy: quantising
+    (int8) rewrites the weights it is given in place (measured: the decoded model's embeddings and projections
+    changed), and the model being decoded must stay as it is."""
+    seen = copy.deepcopy(model)
+    for name, value in _DROPPED_FIELDS.get(seen.config.model_type, {}).items():
+        if not hasattr(seen.config, name):
+            setattr(seen.config, name, value)
+    return seen
+
+
+def _converter_class() -> type:
+    from ctranslate2.converters import TransformersConverter
+
+    class InMemoryConverter(TransformersConverter):
+        """TransformersConverter fed with a model and tokenizer already in memory."""
+
+        def __init__(self, model: Any, tokenizer: Any, config_dir: str):
+            super().__init__(config_dir)
+            self._model, self._tokenizer = model, tokenizer
+
+        def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return self._model
+
+        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return self._tokenizer
+
+    return InMemoryConverter
+
+
+def _InMemoryConverter(model: Any, tokenizer: Any, config_dir: str) -> Any:  # noqa: N802 - a lazy class
+    return _converter_class()(model, tokenizer, config_dir)
