@@ -95,6 +95,14 @@ def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineC
     return engine, path
 
 
+def sampling_seed(seed: int, process_index: int) -> int:
+    """CTranslate2's sampling seed on one process: a stream of its own for every (--seed, process), where
+    ``seed + process_index`` made seed 7's second process sample as seed 8's first."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed % 2**32, process_index]).generate_state(1)[0])
+
+
 @torch.no_grad()
 def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
                           description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:
@@ -105,7 +113,7 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     unwrapped = accelerator.unwrap_model(model)
     inner = unwrapped.get_base_model() if getattr(unwrapped, "active_peft_config", None) is not None else unwrapped
     effective = effective_config(inner.generation_config, settings)
-    seed = options.seed + accelerator.process_index if effective.do_sample else None
+    seed = sampling_seed(options.seed, accelerator.process_index) if effective.do_sample else None
     engine, path = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed,
                                   validation=description == "valid")
     batches = _BatchDecoder(engine, choice.kind, effective, tokenizer,

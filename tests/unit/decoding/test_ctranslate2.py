@@ -297,3 +297,11 @@ def test_the_conversion_cache_tells_apart_tokenizers_with_other_special_tokens(t
     assert converted and second != first
     assert json.loads((first / "config.json").read_text())["bos_token"] == tokenizer.bos_token
     assert json.loads((second / "config.json").read_text())["bos_token"] == other.bos_token
+
+
+def test_sampling_seeds_of_nearby_runs_and_processes_never_coincide():
+    """seed + process index made seed 7's process 1 sample exactly as seed 8's process 0."""
+    from textbox.decoding.ctranslate2_engine import sampling_seed
+
+    seeds = [sampling_seed(seed, process) for seed in range(7, 12) for process in range(4)]
+    assert len(set(seeds)) == len(seeds) and sampling_seed(7, 1) == sampling_seed(7, 1)
