@@ -132,6 +132,10 @@ _key("model", "config_kwargs", "dict", {},
 _key("model", "tokenizer_kwargs", "dict", {},
      "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
      "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
+_key("model", "tokenizer_path", "str|None", None,
+     "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "
+     "(tokenizer_kwargs then go to AutoTokenizer.from_pretrained); with --model_path the checkpoint's own tokenizer "
+     "is used, so tokenizer_path must be unset or equal to it.")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")

@@ -30,8 +30,10 @@ def write_run_config(config: Config, run_dir: Path) -> None:
 def _settings(text: str) -> dict[str, Any] | None:
     import yaml
 
+    from textbox.utils import yaml_numbers
+
     try:
-        loaded = yaml.safe_load(text)
+        loaded = yaml_numbers.load(text)
     except yaml.YAMLError:
         return None
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
