@@ -18,6 +18,7 @@ import yaml
 
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
+from textbox.config.families import yaml_names
 from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer
 from textbox.config.run_config import resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
@@ -165,8 +166,9 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     layers: list[Layer] = [overall, *named]
     model_name = current("model")
     dataset_name = current("dataset")
-    if isinstance(model_name, str):
-        path = config_dir / "model" / f"{model_name.lower()}.yaml"
+    if isinstance(model_name, str):  # mt5 has no yaml of its own: t5's applies (textbox.config.families.yaml_names)
+        paths = [config_dir / "model" / f"{name}.yaml" for name in yaml_names(model_name)]
+        path = next((path for path in paths if path.is_file()), paths[0])
         layers.append((str(path), read_yaml(path, problems, required=False)))
     if isinstance(dataset_name, str):
         path = config_dir / "dataset" / f"{dataset_name}.yaml"

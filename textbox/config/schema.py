@@ -196,8 +196,10 @@ _key("valid", "resume", "bool", False,
      "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result. Its "
      "config.yaml is the base; only length-of-training and reporting keys may change (epochs, max_steps, "
      "logging_steps, tracker, do_test, metrics, ...). Not recorded in config.yaml.")
-_key("valid", "max_save", "int", 0,
-     "Per-validation checkpoints (checkpoint-<step>) kept besides checkpoint_best and checkpoint_last.")
+_key("valid", "max_save", "int", 2,
+     "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 2 = checkpoint_best and "
+     "checkpoint_last (which --resume continues; always kept), n > 2 adds the n-2 latest checkpoint-<step> of the "
+     "validations, -1 keeps every validation's checkpoint-<step>.")
 
 # --- evaluation -------------------------------------------------------------------------------
 _key("eval", "metrics", "list[str]", ["bleu", "rouge"], "Metrics computed on validation and test generations.")

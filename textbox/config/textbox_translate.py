@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from textbox.config.textbox_names import TEXTBOX_NAMES, TEXTBOX_VALUES, Check
+from textbox.config.families import FAMILIES, REFUSED_MODELS
+from textbox.config.textbox_names import TEXTBOX_ENTRIES, TEXTBOX_NAMES, TEXTBOX_VALUES, Check
 
 
 def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, Any], problems: list[str],
@@ -17,13 +18,15 @@ def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, An
     A TextBox name that also sets one of our keys given in the same layer with another value is a problem (the
     layer would say two things); dict entries merge, ours winning only when equal."""
     translated = {key: value for key, value in layer.items() if key in ours or key not in TEXTBOX_NAMES}
-    for key, aliases in TEXTBOX_VALUES.items():
-        value = translated.get(key)
-        spelled = value.lower() if isinstance(value, str) else value
-        if key in translated and isinstance(spelled, str) and spelled in aliases:
-            translated[key] = aliases[spelled]
-            where = f"--{key}" if origin == "command line" else f"{key!r} in {origin}"
-            notes.append(f"TextBox 2.0's {where}={value!r} -> {key}={aliases[spelled]!r}")
+    for key in set(translated) & (set(TEXTBOX_VALUES) | set(TEXTBOX_ENTRIES)):
+        where = f"--{key}" if origin == "command line" else f"{key!r} in {origin}"
+        value = translated[key]
+        spelled = _our_value(value, TEXTBOX_VALUES.get(key, {}))
+        if key in TEXTBOX_ENTRIES and isinstance(value, dict):
+            spelled = _our_entries(value, TEXTBOX_ENTRIES[key], f"TextBox 2.0's {where}", problems)
+        if spelled != value:
+            translated[key] = spelled
+            notes.append(f"TextBox 2.0's {where}={value!r} -> {key}={spelled!r}")
     for key, value in layer.items():
         if key in ours or key not in TEXTBOX_NAMES:
             continue
@@ -51,6 +54,32 @@ def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, An
     return translated
 
 
+def _our_value(value: Any, aliases: Mapping[Any, Any]) -> Any:
+    """A value (or each item of a list) in our spelling."""
+    if isinstance(value, (list, tuple)):
+        return [_our_value(item, aliases) for item in value]
+    spelled = value.lower() if isinstance(value, str) else None
+    return aliases[spelled] if spelled in aliases else value
+
+
+def _our_entries(value: dict[str, Any], entries: Mapping[str, Any], named: str, problems: list[str]) -> dict[str, Any]:
+    """A dict's TextBox entries replaced by ours; an entry given both ways with different values is a problem."""
+    ours = {entry: item for entry, item in value.items() if entry not in entries}
+    for entry, item in value.items():
+        if entry not in entries:
+            continue
+        became = entries[entry](item)
+        if isinstance(became, str):
+            problems.append(f"{named}: {entry!r}: {became}")
+            continue
+        for our, our_item in became.items():
+            if our in ours and ours[our] != our_item:
+                problems.append(f"{named}: {entry!r}={item!r} means {our!r}={our_item!r}, but {our!r}="
+                                f"{ours[our]!r} is given too: keep one")
+            ours[our] = our_item
+    return ours
+
+
 def check_translations(checks: list[tuple[str, Check]], values: Mapping[str, Any]) -> list[str]:
     """The refusals of translated options that depend on the merged configuration."""
     found = []
@@ -67,4 +96,23 @@ def render_table() -> str:
     lines += [f"| `{name}` | {entry.became} |" for name, entry in sorted(TEXTBOX_NAMES.items())]
     lines += [f"| `{key}: {value}` | `{key}: {ours!r}` |" for key, aliases in TEXTBOX_VALUES.items()
               for value, ours in aliases.items()]
+    lines += [f"| `{key}: {{'{entry}': v}}` | {_describe_entry(translate)} |"
+              for key, entries in TEXTBOX_ENTRIES.items() for entry, translate in entries.items()]
+    return "\n".join(lines)
+
+
+def _describe_entry(translate: Any) -> str:
+    became = translate("v")
+    if isinstance(became, str):
+        return f"refused: {became}"
+    return "`" + ", ".join(f"{name}: {value if value != 'v' else 'v'}" for name, value in became.items()) + "`"
+
+
+def render_models() -> str:
+    """docs/textbox_names.md's model table: each TextBox 2.0 --model name (any case) and what loads it here."""
+    lines = ["| TextBox 2.0 `--model` | here |", "|---|---|"]
+    for name, entry in sorted(FAMILIES.items()):
+        group = f"; its checkpoints are detected as `{entry.checkpoints}`" if entry.group else ""
+        lines.append(f"| `{name}` | {entry.kind.what} (`{entry.kind.name}` builder){group} |")
+    lines += [f"| `{name}` | refused: {pointer} |" for name, pointer in sorted(REFUSED_MODELS.items())]
     return "\n".join(lines)

@@ -155,9 +155,12 @@ def family_yaml_values(model: str) -> dict[str, Any]:
     from textbox.config.layers import CONFIG_DIR
     from textbox.utils import yaml_numbers
 
+    from textbox.config.families import yaml_names
+
+    paths = [CONFIG_DIR / "model" / f"{name}.yaml" for name in yaml_names(model)]
     try:
-        loaded = yaml_numbers.load((CONFIG_DIR / "model" / f"{model.lower()}.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        loaded = yaml_numbers.load(next(path for path in paths if path.is_file()).read_text(encoding="utf-8"))
+    except (StopIteration, OSError, yaml.YAMLError):
         return {}
     return loaded if isinstance(loaded, dict) else {}
 
