@@ -76,6 +76,11 @@ _key("run", "dataset", "str", "pydoc",
      "Dataset name; its yaml in configs/dataset/ is merged if present. Unset with --data_path: the name of that "
      "directory.")
 _key("run", "data_path", "str|None", None, "Directory holding the dataset files; default dataset/<dataset>.")
+_key("run", "catalogue", "dict", {},
+     "Set by a catalogue entry (configs/dataset/<name>.yaml, docs/datasets.md): where --dataset=<name> comes from "
+     "when dataset/<name> and --data_path are absent: repo (a hub dataset repo), file (TextBox 2.0's archive of "
+     "{train,valid,test}.{src,tgt} in it), swap (read the archive's targets as sources: the reverse translation "
+     "direction), task, licence. Downloaded once into the hub cache (with a progress bar), unpacked under cache_dir.")
 _key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
 _key("run", "filename", "str|None", None,
      "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new run).")
