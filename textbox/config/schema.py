@@ -170,8 +170,15 @@ _key("train", "learning_rate", "float", 1e-4, "Peak learning rate.")
 _key("train", "optimizer", "str", "adamw", "adamw, adam, sgd, adafactor, or any torch.optim class name.")
 _key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the optimiser.")
 _key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
-_key("train", "scheduler", "str", "constant", "Learning-rate schedule.",
-     ("constant", "linear", "cosine", "inverse_sqrt"))
+_key("train", "scheduler", "str", "constant",
+     "Learning-rate schedule: transformers' (constant, linear, cosine, cosine_with_restarts, polynomial, inverse_sqrt, "
+     "cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay; with warm-up) or torch.optim.lr_scheduler's "
+     "by lower-case class name (steplr, multisteplr, exponentiallr, cosineannealinglr, cycliclr, onecyclelr, "
+     "cosineannealingwarmrestarts, polynomiallr, linearlr, constantlr; no warm-up); it steps once per optimiser step.")
+_key("train", "scheduler_kwargs", "dict", {},
+     "Settings of the schedule (e.g. {'num_cycles': 2} for cosine_with_restarts, {'step_size': 100, 'gamma': 0.5} "
+     "for steplr); checked against it before anything runs. A torch schedule's length (T_max, total_iters, "
+     "total_steps) defaults to the run's steps, and OneCycleLR/CyclicLR's max_lr to learning_rate.")
 _key("train", "warmup_steps", "int", 0,
      "Linear warm-up steps. With warmup_ratio: the later layer's setting wins (the other is set to 0); both "
      "non-zero in one layer is an error.")

@@ -119,8 +119,9 @@ def _languages(key: str) -> Name:
     def check(values: Mapping[str, Any]) -> str | None:
         if str(values.get("model", "")).lower() not in MULTILINGUAL_MODELS:
             return None
-        return (f"{key} for a multilingual model: give the tokenizer's languages as tokenizer_kwargs="
-                f"{{'src_lang': ..., 'tgt_lang': ...}} (mBART, M2M100, NLLB)")
+        return (f"{key} for a multilingual model is not provided as a key: give the tokenizer's languages as "
+                f"tokenizer_kwargs={{'src_lang': ..., 'tgt_lang': ...}} (mBART, M2M100, NLLB) and, for M2M100 and "
+                f"NLLB, the target language token as generation_kwargs={{'forced_bos_token_id': <its id>}}")
     return Name(f"no effect unless the model is multilingual ({', '.join(MULTILINGUAL_MODELS)}); then refused",
                 lambda value: Outcome("no effect: the model is not multilingual", check=check))
 
@@ -293,7 +294,7 @@ TEXTBOX_VALUES: dict[str, dict[Any, Any]] = {
 }
 
 # Entries of our dict keys in TextBox 2.0's spelling: key -> {TextBox entry: (our entries, given the value) or a
-# refusal}.
+# refusal}. An entry named "@key" is one of our top-level keys (TextBox's scheduler_kwargs held the warm-up).
 Entry = Callable[[Any], "dict[str, Any] | str"]
 TEXTBOX_ENTRIES: dict[str, dict[str, Entry]] = {
     "efficient_kwargs": {
@@ -304,5 +305,13 @@ TEXTBOX_ENTRIES: dict[str, dict[str, Entry]] = {
         "prefix_dropout": lambda value: "peft's prefix tuning has no dropout on the prefix: drop prefix_dropout",
         "adapter_mid_dim": lambda value: "Houlsby adapters are not in peft (the library used here): drop "
                                          "adapter_mid_dim and choose another method, e.g. efficient_methods=['lora']",
+    },
+    "scheduler_kwargs": {  # TextBox 2.0's own schedules: linear warm-up from init_lr to max_lr over n_warmup_steps
+        "n_warmup_steps": lambda value: {"@warmup_steps": value},
+        "max_lr": lambda value: {"@learning_rate": value},
+        "init_lr": lambda value: {} if value == 0 else "the warm-up here starts from 0 (transformers' schedules): "
+                                                       "drop init_lr",
+        "max_steps": lambda value: "the schedule here spans the run's optimiser steps (epochs, or --max_steps): "
+                                   "drop max_steps from scheduler_kwargs",
     },
 }

@@ -24,6 +24,13 @@ def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, An
         spelled = _our_value(value, TEXTBOX_VALUES.get(key, {}))
         if key in TEXTBOX_ENTRIES and isinstance(value, dict):
             spelled = _our_entries(value, TEXTBOX_ENTRIES[key], f"TextBox 2.0's {where}", problems)
+        if isinstance(spelled, dict):  # "@key" entries are our top-level keys
+            for entry in [entry for entry in spelled if entry.startswith("@")]:
+                top, top_value = entry[1:], spelled.pop(entry)
+                if top in translated and translated[top] != top_value:
+                    problems.append(f"TextBox 2.0's {where} sets {top}={top_value!r}, but {origin} also gives "
+                                    f"{top}={translated[top]!r}: keep one")
+                translated[top] = top_value
         if spelled != value:
             translated[key] = spelled
             notes.append(f"TextBox 2.0's {where}={value!r} -> {key}={spelled!r}")
@@ -104,8 +111,10 @@ def render_table() -> str:
 def _describe_entry(translate: Any) -> str:
     became = translate("v")
     if isinstance(became, str):
-        return f"refused: {became}"
-    return "`" + ", ".join(f"{name}: {value if value != 'v' else 'v'}" for name, value in became.items()) + "`"
+        zero = translate(0)
+        return f"0: no setting; otherwise refused: {became}" if zero == {} else f"refused: {became}"
+    return "`" + ", ".join(f"{name.lstrip('@')}: {value}" + (" (top-level key)" if name.startswith("@") else "")
+                           for name, value in became.items()) + "`"
 
 
 def render_models() -> str:
