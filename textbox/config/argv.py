@@ -44,7 +44,7 @@ def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
         name = key.replace("-", "_")
         values[name] = parse_value(raw)
         i += 1
-        if name in _SEVERAL_VALUES:  # --config_files a.yaml b.yaml (TextBox 2.0's form): every word up to the next --key
+        if name in _SEVERAL_VALUES:  # --config_files a.yaml b.yaml (TextBox 2.0's form): words up to the next --key
             extra = []
             while i < len(args) and not args[i].startswith("--"):
                 extra.append(args[i])

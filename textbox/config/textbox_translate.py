@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from textbox.config.families import FAMILIES, REFUSED_MODELS
-from textbox.config.textbox_names import TEXTBOX_ENTRIES, TEXTBOX_NAMES, TEXTBOX_VALUES, Check
+from textbox.config.textbox_names import TEXTBOX_NAMES, Check
+from textbox.config.textbox_values import TEXTBOX_ENTRIES, TEXTBOX_VALUES
 
 
 def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, Any], problems: list[str],

@@ -109,7 +109,8 @@ def _unpack(archive: Path, staging: Path, swap: bool) -> None:
         for side in ("src", "tgt"):
             source = root / f"{split}.{side}"
             if not source.is_file():
-                raise DataError(f"{archive} lacks {split}.{side} (it has {', '.join(sorted(p.name for p in root.iterdir()))})")
+                present = ", ".join(sorted(path.name for path in root.iterdir()))
+                raise DataError(f"{archive} lacks {split}.{side} (it has {present})")
             target_side = {"src": "tgt", "tgt": "src"}[side] if swap else side
             shutil.move(str(source), staging / f"{split}.{target_side}")
     shutil.rmtree(extracted)
