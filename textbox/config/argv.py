@@ -21,7 +21,8 @@ def parse_value(text: str) -> Any:
 
 
 def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
-    """Parse ``--key=value`` / ``--key value`` pairs. Returns the values and the malformed arguments."""
+    """Parse ``--key=value`` / ``--key value`` pairs (``--config_files a.yaml b.yaml`` takes every file named after it).
+    Returns the values and the malformed arguments."""
     values: dict[str, Any] = {}
     problems: list[str] = []
     args = list(argv)
@@ -40,9 +41,27 @@ def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
             i += 1
         else:
             key, raw = body, "True"  # a bare flag: --do_train means --do_train=True
-        values[key.replace("-", "_")] = parse_value(raw)
+        name = key.replace("-", "_")
+        values[name] = parse_value(raw)
         i += 1
+        if name in _SEVERAL_VALUES:  # --config_files a.yaml b.yaml (TextBox 2.0's form): words up to the next --key
+            extra = []
+            while i < len(args) and not args[i].startswith("--"):
+                extra.append(args[i])
+                i += 1
+            if extra:
+                values[name] = [*_as_list(values[name]), *extra]
     return values, problems
+
+
+# Keys that take several words after them: --config_files a.yaml b.yaml.
+_SEVERAL_VALUES = ("config_files",)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
 def quoting_hint(name: str, value: Any, sources: Mapping[str, str]) -> str:

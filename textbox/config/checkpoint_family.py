@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, RNN, RNN_MODEL_TYPE, SEQ2SEQ, names_of
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, RNN, RNN_MODEL_TYPE, SEQ2SEQ, names_of
 
 MODEL_CONFIG = "config.json"
 ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
@@ -83,6 +83,9 @@ def accepts(model: str, family: str) -> bool:
     same kind, or transformer (BART from scratch) with a BART-architecture checkpoint."""
     model, family = model.lower(), family.lower()
     if model == family:
+        return True
+    entry = FAMILIES.get(model)
+    if entry is not None and entry.group and entry.checkpoints == family:  # --model=mt5 with a t5-detected mT5
         return True
     if model == "seq2seq":
         return family in SEQ2SEQ_FAMILIES or family == "transformer"

@@ -39,6 +39,12 @@ class Family:
     name: str
     kind: Kind
     mask_token: bool | None = None
+    group: str = ""  # the family its checkpoints are detected as (mt5 -> t5); "" = its own name
+
+    @property
+    def checkpoints(self) -> str:
+        """The family a checkpoint of this model is detected as (textbox.config.checkpoint_family)."""
+        return self.group or self.name
 
     @property
     def decoder_only(self) -> bool:
@@ -65,9 +71,9 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
 def _families() -> dict[str, Family]:
     table: dict[str, Family] = {}
 
-    def add(kind: str, *names: str, mask_token: bool | None = None) -> None:
+    def add(kind: str, *names: str, mask_token: bool | None = None, group: str = "") -> None:
         for name in names:
-            table[name] = Family(name, KINDS[kind], mask_token)
+            table[name] = Family(name, KINDS[kind], mask_token, group)
 
     add(TRANSFORMER, "transformer", mask_token=True)  # the project's own BPE has <mask>
     add(SEQ2SEQ, "bart")
@@ -78,10 +84,47 @@ def _families() -> dict[str, Family]:
     add(ENCODER_DECODER, "bert2bert", "encoder_decoder")
     add(CAUSAL_LM, "causal_lm", "gpt2", "opt", "llama")
     add(RNN, "rnn", "gru", "lstm", mask_token=True)  # the cell is the name; the transformer's BPE
+    # TextBox 2.0's other model names: the same builders, their checkpoints detected as ``group``.
+    add(SEQ2SEQ, "mt5", "chinese-t5", mask_token=False, group="t5")
+    add(SEQ2SEQ, "longt5", mask_token=False, group="seq2seq")
+    add(SEQ2SEQ, "m2m_100", "nllb", "bigbird_pegasus", "mvp", group="seq2seq")
+    add(SEQ2SEQ, "chinese-bart", group="bart")
+    add(SEQ2SEQ, "pegasus_x", "chinese-pegasus", group="pegasus")
+    add(SEQ2SEQ, "blenderbot-small", group="blenderbot")
+    add(CAUSAL_LM, "gpt_neo", "openai-gpt", "ctrl", group="causal_lm")
+    add(CAUSAL_LM, "chinese-gpt2", "cpm", group="gpt2")
+    add(ENCODER_DECODER, "xlm-roberta", group="bert2bert")
     return table
 
 
 FAMILIES: dict[str, Family] = _families()
+
+# TextBox 2.0's model names with no counterpart here, and what to use instead.
+REFUSED_MODELS: dict[str, str] = {
+    "unilm": "UniLM's model code is not in transformers; a BERT warm-started encoder-decoder is --model=bert2bert",
+    "mass": "MASS's model code is not in transformers; use --model=bart or --model=t5",
+    "xlm": "XLM as an encoder-decoder with language embeddings is not provided; use --model=mbart, m2m_100 or "
+           "nllb for translation (or --model=bert2bert with an XLM-RoBERTa checkpoint)",
+    "cpt": "CPT's model code is not in transformers (it needs the checkpoint's own code); a Chinese BART "
+           "(fnlp/bart-base-chinese) is --model=chinese-bart",
+    "context-tuning": "Context-Tuning (a prompting model built on BART) is not provided; prompt methods are "
+                      "--efficient_methods=['prompt-tuning'] or ['prefix-tuning']",
+    "context_tuning": "Context-Tuning (a prompting model built on BART) is not provided; prompt methods are "
+                      "--efficient_methods=['prompt-tuning'] or ['prefix-tuning']",
+    "ptg": "PTG (prompt transfer from source tasks) is not provided; prompt methods are "
+           "--efficient_methods=['prompt-tuning'] or ['prefix-tuning']",
+    "pplm": "PPLM (plug-and-play attribute control at decoding) is not provided",
+    "xlm-prophetnet": "XLM-ProphetNet's model code was removed from transformers 5; a multilingual encoder-decoder "
+                      "is --model=mt5, mbart, m2m_100 or nllb",
+}
+
+
+def yaml_names(name: str) -> tuple[str, ...]:
+    """configs/model/<name>.yaml to look for, first found applies: the name's own, its group's, its kind's."""
+    entry = FAMILIES.get(name.lower())
+    if entry is None:
+        return (name.lower(),)
+    return tuple(dict.fromkeys((entry.name, entry.checkpoints, entry.kind.name)))
 
 
 def family(name: str) -> Family:

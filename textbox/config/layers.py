@@ -17,6 +17,7 @@ from textbox.config.checkpoint_family import Detected, FamilyError, compatible, 
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
+from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where
 
@@ -27,13 +28,14 @@ Layer = tuple[str, dict[str, Any]]  # (origin: a file, "command line", ...; its 
 
 
 def read_yaml(path: Path, problems: list[str], required: bool) -> dict[str, Any]:
-    """The mapping in ``path``; {} with a problem naming the file (and line) when it cannot be used."""
+    """The mapping in ``path`` (3e-5 is a number: textbox.utils.yaml_numbers); {} with a problem naming the file
+    (and line) when it cannot be used."""
     if not path.is_file():
         if required:
             problems.append(f"config file {path} does not exist")
         return {}
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loaded = yaml_numbers.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

@@ -18,9 +18,11 @@ import yaml
 
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
+from textbox.config.families import yaml_names
 from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer
 from textbox.config.run_config import resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.config.textbox_translate import check_translations, translate_layer
 from textbox.config.validate import check_semantics, type_problems
 from textbox.utils.suggest import suggest, where
 
@@ -164,13 +166,18 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     layers: list[Layer] = [overall, *named]
     model_name = current("model")
     dataset_name = current("dataset")
-    if isinstance(model_name, str):
-        path = config_dir / "model" / f"{model_name.lower()}.yaml"
+    if isinstance(model_name, str):  # mt5 has no yaml of its own: t5's applies (textbox.config.families.yaml_names)
+        paths = [config_dir / "model" / f"{name}.yaml" for name in yaml_names(model_name)]
+        path = next((path for path in paths if path.is_file()), paths[0])
         layers.append((str(path), read_yaml(path, problems, required=False)))
     if isinstance(dataset_name, str):
         path = config_dir / "dataset" / f"{dataset_name}.yaml"
         layers.append((str(path), read_yaml(path, problems, required=False)))
     layers.extend(upper)
+    # TextBox 2.0's names become ours in every layer (textbox/config/textbox_names.py), each with a log line.
+    translation_checks: list = []
+    layers = [(origin, layer if run is not None and layer is run.values else
+               translate_layer(origin, layer, SCHEMA, problems, notes, translation_checks)) for origin, layer in layers]
 
     values = dict(DEFAULTS)
     sources: dict[str, str] = {}
@@ -199,6 +206,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
             sources[key] = origin
     values["config_files"] = extra_files
     _resolve_warmup(layers, values, sources, problems, notes)
+    problems.extend(check_translations(translation_checks, values))
 
     mistyped_problems, mistyped = type_problems(values, sources)
     problems.extend(mistyped_problems)

@@ -28,8 +28,8 @@ CHECKPOINT_SETTINGS = ("model", "src_len", "tgt_len", "truncate", "prefix_prompt
                        "generation_kwargs")
 # The data a run's checkpoint is tested on, unless the command names other data (DATA_NAMING): a checkpoint trained
 # on samsum is tested on samsum, not on the built-in default dataset.
-CHECKPOINT_DATA = ("dataset", "data_path", "data_format", "hub_name", "hub_subset", "split_names", "src_field",
-                   "tgt_field", "group_references")
+CHECKPOINT_DATA = ("dataset", "data_path", "catalogue", "data_format", "hub_name", "hub_subset", "split_names",
+                   "src_field", "tgt_field", "group_references")
 DATA_NAMING = ("dataset", "data_path", "data_format", "hub_name")
 # What a resumed run may change: how long it trains, what it reports and tests, where it runs. Anything else
 # (model, data, optimiser, schedule, seed, batching) would make the continued run a different run.

@@ -76,6 +76,11 @@ _key("run", "dataset", "str", "pydoc",
      "Dataset name; its yaml in configs/dataset/ is merged if present. Unset with --data_path: the name of that "
      "directory.")
 _key("run", "data_path", "str|None", None, "Directory holding the dataset files; default dataset/<dataset>.")
+_key("run", "catalogue", "dict", {},
+     "Set by a catalogue entry (configs/dataset/<name>.yaml, docs/datasets.md): where --dataset=<name> comes from "
+     "when dataset/<name> and --data_path are absent: repo (a hub dataset repo), file (TextBox 2.0's archive of "
+     "{train,valid,test}.{src,tgt} in it), swap (read the archive's targets as sources: the reverse translation "
+     "direction), task, licence. Downloaded once into the hub cache (with a progress bar), unpacked under cache_dir.")
 _key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
 _key("run", "filename", "str|None", None,
      "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new run).")
@@ -132,6 +137,10 @@ _key("model", "config_kwargs", "dict", {},
 _key("model", "tokenizer_kwargs", "dict", {},
      "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
      "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
+_key("model", "tokenizer_path", "str|None", None,
+     "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "
+     "(tokenizer_kwargs then go to AutoTokenizer.from_pretrained); with --model_path the checkpoint's own tokenizer "
+     "is used, so tokenizer_path must be unset or equal to it.")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
@@ -161,8 +170,15 @@ _key("train", "learning_rate", "float", 1e-4, "Peak learning rate.")
 _key("train", "optimizer", "str", "adamw", "adamw, adam, sgd, adafactor, or any torch.optim class name.")
 _key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the optimiser.")
 _key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
-_key("train", "scheduler", "str", "constant", "Learning-rate schedule.",
-     ("constant", "linear", "cosine", "inverse_sqrt"))
+_key("train", "scheduler", "str", "constant",
+     "Learning-rate schedule: transformers' (constant, linear, cosine, cosine_with_restarts, polynomial, inverse_sqrt, "
+     "cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay; with warm-up) or torch.optim.lr_scheduler's "
+     "by lower-case class name (steplr, multisteplr, exponentiallr, cosineannealinglr, cycliclr, onecyclelr, "
+     "cosineannealingwarmrestarts, polynomiallr, linearlr, constantlr; no warm-up); it steps once per optimiser step.")
+_key("train", "scheduler_kwargs", "dict", {},
+     "Settings of the schedule (e.g. {'num_cycles': 2} for cosine_with_restarts, {'step_size': 100, 'gamma': 0.5} "
+     "for steplr); checked against it before anything runs. A torch schedule's length (T_max, total_iters, "
+     "total_steps) defaults to the run's steps, and OneCycleLR/CyclicLR's max_lr to learning_rate.")
 _key("train", "warmup_steps", "int", 0,
      "Linear warm-up steps. With warmup_ratio: the later layer's setting wins (the other is set to 0); both "
      "non-zero in one layer is an error.")
@@ -192,8 +208,10 @@ _key("valid", "resume", "bool", False,
      "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result. Its "
      "config.yaml is the base; only length-of-training and reporting keys may change (epochs, max_steps, "
      "logging_steps, tracker, do_test, metrics, ...). Not recorded in config.yaml.")
-_key("valid", "max_save", "int", 0,
-     "Per-validation checkpoints (checkpoint-<step>) kept besides checkpoint_best and checkpoint_last.")
+_key("valid", "max_save", "int", 2,
+     "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 2 = checkpoint_best and "
+     "checkpoint_last (which --resume continues; always kept), n > 2 adds the n-2 latest checkpoint-<step> of the "
+     "validations, -1 keeps every validation's checkpoint-<step>.")
 
 # --- evaluation -------------------------------------------------------------------------------
 _key("eval", "metrics", "list[str]", ["bleu", "rouge"], "Metrics computed on validation and test generations.")

@@ -17,7 +17,7 @@ from textbox.utils.suggest import where as where_set
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
-_NON_NEGATIVE = ("warmup_steps", "max_save", "num_workers")
+_NON_NEGATIVE = ("warmup_steps", "num_workers")
 
 
 def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[list[str], set[str]]:
@@ -43,6 +43,10 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     for name in _NON_NEGATIVE:
         if values[name] < 0:
             problems.append(f"{where(name)} must be 0 or more, got {values[name]}")
+    if values["max_save"] not in (-1,) and values["max_save"] < 2:
+        problems.append(f"{where('max_save')} must be -1 (every checkpoint) or at least 2 (checkpoint_best and "
+                        f"checkpoint_last, which --resume continues, are always kept; TextBox 2.0's 0 and 1 kept "
+                        f"fewer), got {values['max_save']}")
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")
     for name in ("max_tokens", "eval_max_tokens"):

@@ -11,6 +11,7 @@ from typing import Callable
 
 from textbox.config import Config
 from textbox.config.errors import DataError
+from textbox.data.catalogue import availability_problem, entry_problems
 from textbox.utils.atomic import atomic_directory
 from textbox.utils.suggest import suggest
 
@@ -28,6 +29,18 @@ def problems(config: Config) -> list[str]:
     if config["data_format"] == "hub":
         return [] if config["hub_name"] else [f"{where('data_format')} is hub but hub_name is not set"]
     data_path = Path(config["data_path"] or Path("dataset") / config["dataset"])
+    if config["catalogue"]:
+        found = entry_problems(config["catalogue"], where("catalogue"))
+        if found:
+            return found
+        if not config["data_path"] and not data_path.is_dir() and config["data_format"] in ("auto", "plain"):
+            problem = availability_problem(config["dataset"], config["catalogue"], config["cache_dir"])
+            return [f"{where('dataset')}: {problem}"] if problem else []
+    if config["data_path"] and _parent_of_datasets(data_path, config["dataset"]):
+        return [f"{where('data_path')}={config['data_path']!r} holds no dataset files but a {config['dataset']}/ "
+                f"directory: data_path is the dataset's own directory here (TextBox 2.0 joined data_path and "
+                f"dataset): give --data_path={data_path / config['dataset']}, or drop data_path "
+                f"(dataset/<dataset> is the default)"]
     if data_path.is_dir() or config["dataset"] in BUILTIN_DATASETS:
         return []
     key = "data_path" if config["data_path"] else "dataset"
@@ -54,3 +67,10 @@ def ensure_builtin(name: str, directory: Path, log: Callable[[str], None]) -> No
     log(f"building the built-in dataset {name!r} in {directory}")
     with atomic_directory(directory) as staging:
         build(staging, log)
+
+
+def _parent_of_datasets(directory: Path, dataset: str) -> bool:
+    """TextBox 2.0's data_path ('dataset/'): a directory of dataset directories, with no split files of its own."""
+    if not (directory / dataset).is_dir() or not directory.is_dir():
+        return False
+    return not any(path.is_file() and path.stem in ("train", "valid", "test") for path in directory.iterdir())

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
+from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
 
@@ -46,8 +47,16 @@ def locate_data(config: Config, names: Sequence[str], log: Callable[[str], None]
     directory = dataset_directory(config)
     if config.data_path is None and config.dataset in BUILTIN_DATASETS and config.data_format in ("auto", "plain"):
         ensure_builtin(config.dataset, directory, log)
+    elif uses_catalogue(config):  # TextBox 2.0's copy, from the hub cache (textbox/data/catalogue.py)
+        directory = catalogue.ensure(config.dataset, config.catalogue, config.cache_dir, log)
     data_format = detect_format(directory, names) if config.data_format == "auto" else config.data_format
     return directory, data_format
+
+
+def uses_catalogue(config: Config) -> bool:
+    """A catalogue entry is read from its archive when no local copy is given or present."""
+    return bool(config["catalogue"]) and config["data_path"] is None and config["data_format"] in ("auto", "plain") \
+        and not dataset_directory(config).exists()
 
 
 def read_splits(config: Config, names: Sequence[str] = SPLITS,
@@ -87,7 +96,7 @@ def _resolved_format(config: Config) -> str | None:
     """The format read_splits will read (None where it cannot tell yet: the directory's own check names it)."""
     if config["data_format"] != "auto":
         return config["data_format"]
-    if config["data_path"] is None and config["dataset"] in BUILTIN_DATASETS:
+    if config["data_path"] is None and config["dataset"] in BUILTIN_DATASETS or uses_catalogue(config):
         return "plain"
     try:
         return detect_format(dataset_directory(config), SPLITS)

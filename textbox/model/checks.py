@@ -7,7 +7,7 @@ Why a module of its own: the config package (below model/) cannot know the model
 from __future__ import annotations
 
 from textbox.config import Config
-from textbox.config.families import FAMILIES
+from textbox.config.families import FAMILIES, REFUSED_MODELS
 from textbox.model import keys
 from textbox.model.efficient import method_problems
 from textbox.model.efficient_checkpoint import is_efficient_checkpoint
@@ -26,6 +26,8 @@ def _model_problems(config: Config) -> list[str]:
     (textbox/model/keys.py declares, per family, what each builder honours)."""
     where = config.where
     name = config["model"].lower()
+    if name in REFUSED_MODELS:
+        return [f"{where('model')}: TextBox 2.0's model {config['model']!r} is not provided: {REFUSED_MODELS[name]}"]
     if name not in MODELS:
         return [f"{where('model')}: unknown model {config['model']!r}{suggest(name, MODELS)}; "
                 f"available: {', '.join(sorted(MODELS))}"]

@@ -26,6 +26,9 @@ PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "ia3": ("IA3Config", {}),
 }
 METHODS = (*PEFT_METHODS, "bitfit")
+# TextBox 2.0's methods with no counterpart (its 'p-tuning-v2' is prefix-tuning: textbox/config/textbox_names.py).
+REFUSED_METHODS = {"adapter": "Houlsby adapters are not in peft (the library used here), and are not written by "
+                              "hand: choose another method, e.g. ['lora'] or ['ia3']"}
 # Fields TextBox sets itself; the user's kwargs must not.
 _RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "inference_mode", "revision", "auto_mapping"}
 
@@ -36,7 +39,9 @@ def method_problems(methods: list[str]) -> list[str]:
 
     problems = []
     for name in methods:
-        if name.lower() not in METHODS:
+        if name.lower() in REFUSED_METHODS:
+            problems.append(f"TextBox 2.0's {name!r}: {REFUSED_METHODS[name.lower()]}")
+        elif name.lower() not in METHODS:
             problems.append(f"unknown method {name!r}{suggest(name.lower(), METHODS)}; available: "
                             f"{', '.join(METHODS)}")
     if len({name.lower() for name in methods}) > 1:

@@ -44,6 +44,9 @@ BPE_SETTINGS = ("vocab_size", "min_frequency")
 # The settings config_kwargs may change in an RNN (configs/model/<cell>.yaml documents them).
 RNN_SETTINGS = ("embedding_size", "hidden_size", "num_layers", "bidirectional", "dropout", "attention",
                 "tie_embeddings")
+# What a new model takes from its tokenizer; config_kwargs may restate them (TextBox 2.0's model yamls do), and the
+# builder checks that they agree (textbox.model.transformer.check_tokenizer_facts).
+TOKENIZER_FACTS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id")
 # The denoising knobs (textbox.data.denoising), read only with pretrain_task=denoising.
 DENOISING_KEYS = ("mask_ratio", "poisson_lambda", "permute_sentence_ratio")
 
@@ -150,10 +153,14 @@ def family_yaml_values(model: str) -> dict[str, Any]:
     import yaml
 
     from textbox.config.layers import CONFIG_DIR
+    from textbox.utils import yaml_numbers
 
+    from textbox.config.families import yaml_names
+
+    paths = [CONFIG_DIR / "model" / f"{name}.yaml" for name in yaml_names(model)]
     try:
-        loaded = yaml.safe_load((CONFIG_DIR / "model" / f"{model.lower()}.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        loaded = yaml_numbers.load(next(path for path in paths if path.is_file()).read_text(encoding="utf-8"))
+    except (StopIteration, OSError, yaml.YAMLError):
         return {}
     return loaded if isinstance(loaded, dict) else {}
 
@@ -197,6 +204,11 @@ def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
         if values["pretrain_task"] is None and is_set(values, sources, key):
             found.append(f"{where(key)} is a setting of denoising pre-training and is read only with "
                          f"--pretrain_task=denoising: add it, or drop --{key}")
+    tokenizer_path, model_path = values["tokenizer_path"], values["model_path"]
+    if tokenizer_path and (model_path or not KINDS[family].builds_new) and tokenizer_path != model_path:
+        found.append(f"{where('tokenizer_path')}={tokenizer_path!r}: the tokenizer comes with --model_path="
+                     f"{model_path} here; tokenizer_path chooses the tokenizer of a new transformer or rnn/gru/lstm "
+                     f"model only: drop it")
     current = known_situation or situation(family, values)
     if current is None:
         return found
@@ -241,8 +253,9 @@ def _settings_problems(family: str, current: str, values: Mapping[str, Any], sou
                        where: Callable[[str], str]) -> list[str]:
     """Dict keys whose accepted settings are a fixed list: an unknown one is refused by name, before the build."""
     found = []
-    if KINDS[family].builds_new and current == NEW:  # a new model trains its BPE tokenizer
-        unknown = sorted(set(values["tokenizer_kwargs"]) - set(BPE_SETTINGS))
+    if KINDS[family].builds_new and current == NEW and not values["tokenizer_path"]:  # it trains its BPE
+        unknown = sorted(key for key, value in values["tokenizer_kwargs"].items()
+                         if key not in BPE_SETTINGS and not (key == "use_fast" and value is True))
         if unknown:
             found.append(f"{where('tokenizer_kwargs')}: {', '.join(unknown)} not understood by the BPE tokenizer "
                          f"that --model={values['model'].lower()} trains; it takes {' and '.join(BPE_SETTINGS)}")
@@ -251,7 +264,7 @@ def _settings_problems(family: str, current: str, values: Mapping[str, Any], sou
         if "cell" in settings:
             found.append(f"{where('config_kwargs')}: 'cell' is chosen by the model name: use --model=rnn, gru "
                          f"or lstm")
-        unknown = sorted(set(settings) - set(RNN_SETTINGS) - {"cell"})
+        unknown = sorted(set(settings) - set(RNN_SETTINGS) - set(TOKENIZER_FACTS) - {"cell"})
         if unknown:
             found.append(f"{where('config_kwargs')}: {', '.join(unknown)} "
                          f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of the "

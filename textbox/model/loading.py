@@ -20,7 +20,7 @@ Loaded = TypeVar("Loaded")
 
 
 def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: str = "--model_path",
-                    **kwargs: Any) -> Loaded:
+                    needs_config: bool = True, **kwargs: Any) -> Loaded:
     """Call a ``from_pretrained`` and turn 'not found / offline' and damaged files into a message that names the
     path (``named_by``: where it came from, e.g. --model_path) and what to do; nothing is written."""
     named = f"{named_by}={model_path}" if named_by.startswith("--") else f"{named_by} {model_path}"
@@ -31,7 +31,7 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
         if missing_local_path(model_path):
             raise TextBoxUserError(f"{named}: directory {local} does not exist; give a directory "
                                    f"written by save_pretrained, or a Hugging Face Hub id such as facebook/bart-base")
-        if local.is_dir() and not (local / "config.json").is_file():
+        if needs_config and local.is_dir() and not (local / "config.json").is_file():
             raise TextBoxUserError(f"{named} has no config.json: give a directory written by "
                                    f"save_pretrained, e.g. a run's saved/<run>/checkpoint_best")
         return load(model_path, **kwargs)
@@ -178,12 +178,14 @@ _LOADING_KWARGS = {"cache_dir", "force_download", "local_files_only", "token", "
                    "trust_remote_code", "tokenizer_type"}
 
 
-def load_tokenizer(model_path: str, settings: Mapping[str, Any]) -> Any:
+def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str = "--model_path") -> Any:
     """``AutoTokenizer.from_pretrained(model_path, **--tokenizer_kwargs)``; a setting the tokenizer does not take
-    (transformers would keep it and do nothing with it) is an error naming it."""
+    (transformers would keep it and do nothing with it) is an error naming it. A tokenizer alone (--tokenizer_path)
+    needs no model config.json."""
     from transformers import AutoTokenizer
 
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, model_path, **settings)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, model_path, named_by=named_by,
+                                needs_config=named_by == "--model_path", **settings)
     known = set(_LOADING_KWARGS) | set(getattr(tokenizer, "SPECIAL_TOKENS_ATTRIBUTES", ())) | \
         {name for name in vars(tokenizer) if not name.startswith("_")}
     for cls in type(tokenizer).__mro__:
@@ -194,7 +196,7 @@ def load_tokenizer(model_path: str, settings: Mapping[str, Any]) -> Any:
     if unknown:
         raise TextBoxUserError(f"--tokenizer_kwargs: {', '.join(unknown)} "
                                f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of the "
-                               f"{type(tokenizer).__name__} at --model_path={model_path} (transformers would keep "
+                               f"{type(tokenizer).__name__} at {named_by}={model_path} (transformers would keep "
                                f"{'it' if len(unknown) == 1 else 'them'} unused); check the spelling")
     return tokenizer
 

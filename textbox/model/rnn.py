@@ -9,7 +9,7 @@ from __future__ import annotations
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from textbox.config import Config, TextBoxUserError
-from textbox.model.keys import RNN_SETTINGS, config_settings
+from textbox.model.keys import RNN_SETTINGS, TOKENIZER_FACTS, config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.record import BuiltModel, TrainingTexts
@@ -45,13 +45,11 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
         raise TextBoxUserError(f"model {cell!r} starts untrained: use --do_train=True to train it, or "
                                f"--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
                                f"to test a trained one")
-    from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
-    from textbox.model.transformer import _tokenizer_settings
-    from textbox.utils.logging import get_logger
+    from textbox.model.transformer import check_tokenizer_facts, new_model_tokenizer
 
     model_config = rnn_config(config, vocab_size=0)  # settings checked before the tokenizer is trained
-    tokenizer = train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
-                                    cache_dir=config.cache_dir, log=get_logger().info)
+    tokenizer = new_model_tokenizer(config, train_split)
+    check_tokenizer_facts(config.config_kwargs, tokenizer)
     model_config = rnn_config(config, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                               bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                               decoder_start_token_id=tokenizer.eos_token_id)  # as the transformer (BART) does
@@ -65,7 +63,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
 def rnn_config(config: Config, vocab_size: int, **ids: int | None) -> RNNSeq2SeqConfig:
     """The model config of ``--model`` (the cell) with ``config_kwargs`` (configs/model/<cell>.yaml holds the
     defaults, merged key by key with the user's); an unknown or unusable setting is a TextBoxUserError."""
-    settings = dict(config.config_kwargs)
+    settings = {key: value for key, value in config.config_kwargs.items() if key not in TOKENIZER_FACTS}
     if "cell" in settings:
         raise TextBoxUserError("--config_kwargs: 'cell' is chosen by the model name: use --model=rnn, gru or lstm")
     unknown = sorted(set(settings) - set(SIZE_SETTINGS))

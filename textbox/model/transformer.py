@@ -12,8 +12,8 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartF
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import RNN_MODEL_TYPE
 from textbox.model.keys import config_settings
-from textbox.model.loading import (from_pretrained, load_config, load_model, reject_unknown_config_kwargs,
-                                   set_generation_length)
+from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
+                                   reject_unknown_config_kwargs, set_generation_length)
 from textbox.model.record import BuiltModel, TrainingTexts
 from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
 from textbox.utils.logging import get_logger
@@ -33,8 +33,8 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
         raise TextBoxUserError("model 'transformer' starts untrained: use --do_train=True to train it, or "
                                "--model_path=<a run's checkpoint directory, e.g. saved/<run>/checkpoint_best> "
                                "to test a trained one")
-    tokenizer = train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
-                                    cache_dir=config.cache_dir, log=get_logger().info)
+    tokenizer = new_model_tokenizer(config, train_split)
+    check_tokenizer_facts(config.config_kwargs, tokenizer)
     model = BartForConditionalGeneration(_bart_config(config, tokenizer))  # generation_config copies its ids
     set_generation_length(model, config.tgt_len)
     return BuiltModel(model, tokenizer)
@@ -58,12 +58,38 @@ def _reload(config: Config) -> Any:
     return load_model(AutoModelForSeq2SeqLM, model_path, model_config, config.from_scratch)
 
 
+def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> Any:
+    """The tokenizer of a new transformer or RNN: ``tokenizer_path``'s (TextBox 2.0 used bart-base's), or a BPE
+    trained on the training split (and cached)."""
+    if config.tokenizer_path:
+        # the family yaml's BPE settings describe the trained BPE: only the settings the user gave apply
+        return load_tokenizer(config.tokenizer_path, config_settings(config, "tokenizer_kwargs"),
+                              named_by="--tokenizer_path")
+    return train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
+                               cache_dir=config.cache_dir, log=get_logger().info)
+
+
+def check_tokenizer_facts(settings: dict[str, Any], tokenizer: Any) -> None:
+    """config_kwargs may restate the vocabulary size and special ids (TextBox 2.0's model yamls list them): they
+    must be the tokenizer's, or the model would embed ids the tokenizer never makes (or miss some)."""
+    facts = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+             "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
+    wrong = [f"{name}={settings[name]!r} (the tokenizer's: {facts[name]!r})" for name in facts
+             if name in settings and settings[name] != facts[name]]
+    if wrong:
+        raise TextBoxUserError(f"--config_kwargs: {', '.join(wrong)}: these follow the tokenizer (--tokenizer_path, "
+                               f"or the BPE trained on the training split); drop them or give the tokenizer they "
+                               f"describe as --tokenizer_path")
+
+
 def _tokenizer_settings(config: Config) -> dict[str, int]:
-    unknown = set(config.tokenizer_kwargs) - set(DEFAULT_TOKENIZER)
+    settings = {key: value for key, value in config.tokenizer_kwargs.items()
+                if not (key == "use_fast" and value is True)}  # the trained BPE is a fast tokenizer
+    unknown = set(settings) - set(DEFAULT_TOKENIZER)
     if unknown:
         raise TextBoxUserError(f"--tokenizer_kwargs: {', '.join(sorted(unknown))} not understood by the "
                                f"transformer model's BPE tokenizer; it takes {' and '.join(DEFAULT_TOKENIZER)}")
-    return {**DEFAULT_TOKENIZER, **config.tokenizer_kwargs}
+    return {**DEFAULT_TOKENIZER, **settings}
 
 
 def _bart_config(config: Config, tokenizer: Any) -> BartConfig:

@@ -158,6 +158,12 @@ def _damaged(file: Path, problem: str) -> TextBoxUserError:
                             f"it: start a new run (another --filename){alternative}")
 
 
+def step_checkpoints_kept(max_save: int) -> int | None:
+    """How many checkpoint-<step> directories --max_save keeps (None: all). max_save counts as TextBox 2.0 did,
+    the best and the latest: checkpoint_best and checkpoint_last are two of them."""
+    return None if max_save == -1 else max(max_save - 2, 0)
+
+
 def prune_step_checkpoints(run_dir: Path, keep: int) -> None:
     """Keep the newest ``keep`` checkpoint-<step> directories."""
     found = sorted(Path(run_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))

@@ -287,11 +287,12 @@ class Trainer:
             hook.new_best(validation)
         else:
             self.state.stale_validations += 1
-        if self.config.max_save > 0:
+        kept = checkpoint.step_checkpoints_kept(self.config.max_save)
+        if kept != 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
                                   self.run_dir / f"checkpoint-{self.state.step}", self.efficient)
-            if checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own copies
-                checkpoint.prune_step_checkpoints(self.run_dir, self.config.max_save)
+            if kept is not None and checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own
+                checkpoint.prune_step_checkpoints(self.run_dir, kept)
         self._save_resume_state()
         self.model.train()
         hook.validated(self.state.step, validation)

@@ -54,14 +54,10 @@ def warmup_steps(config: Config, total_steps: int) -> int:
     return config.warmup_steps or math.ceil(config.warmup_ratio * total_steps)
 
 
-_TRANSFORMERS_SCHEDULES = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine",
-                           "inverse_sqrt": "inverse_sqrt"}
-
-
 def build_scheduler(config: Config, optimizer: torch.optim.Optimizer,
                     total_steps: int) -> torch.optim.lr_scheduler.LRScheduler:
-    """transformers' schedule of that name, with warm-up from warmup_steps or warmup_ratio."""
-    from transformers import get_scheduler
+    """The --scheduler schedule (textbox.trainer.schedules), with warm-up from warmup_steps or warmup_ratio."""
+    from textbox.trainer import schedules
 
-    return get_scheduler(_TRANSFORMERS_SCHEDULES[config.scheduler], optimizer,
-                         num_warmup_steps=warmup_steps(config, total_steps), num_training_steps=total_steps)
+    return schedules.build(config.scheduler, optimizer, warmup_steps(config, total_steps), total_steps,
+                           config.scheduler_kwargs, config.learning_rate)

@@ -30,8 +30,10 @@ def write_run_config(config: Config, run_dir: Path) -> None:
 def _settings(text: str) -> dict[str, Any] | None:
     import yaml
 
+    from textbox.utils import yaml_numbers
+
     try:
-        loaded = yaml.safe_load(text)
+        loaded = yaml_numbers.load(text)
     except yaml.YAMLError:
         return None
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
@@ -138,10 +140,12 @@ def _unwritable(run_dir: Path, saved_dir: str) -> str | None:
 def peak_checkpoint_bytes(parameter_bytes: int, max_save: int) -> int:
     """Disk a run's checkpoints may need at once: checkpoint_best and checkpoint_last exist twice while a new
     version replaces the old; checkpoint_last holds the weights and up to two optimiser moments (Adam) of the
-    same size; max_save checkpoint-<step> are kept, one more while the oldest is pruned."""
+    same size; max_save - 2 checkpoint-<step> are kept, one more while the oldest is pruned (-1: all, counted as
+    one, as their number is unknown)."""
     best = parameter_bytes
     last = 3 * parameter_bytes
-    step_checkpoints = (max_save + 1) * parameter_bytes if max_save else 0
+    kept = 1 if max_save == -1 else max(max_save - 2, 0)
+    step_checkpoints = (kept + 1) * parameter_bytes if kept else 0
     return 2 * best + 2 * last + step_checkpoints
 
 

@@ -74,7 +74,7 @@ def test_supported_figures_follow_the_rouge_order_option():
     assert "rouge-3" not in supported_figures(DEFAULTS)
 
 
-@pytest.mark.parametrize("figure, hint", [("rouge", "did you mean 'rouge-l'?"), ("distinct-1", "choose one of")])
+@pytest.mark.parametrize("figure, hint", [("rouge", "did you mean 'rouge-"), ("distinct-1", "choose one of")])
 def test_a_figure_without_per_example_statistics_is_a_user_error(figure, hint):
     with pytest.raises(TextBoxUserError, match=f"--metric={figure} cannot be analysed per example") as error:
         example_statistics(figure, HYPOTHESES, REFERENCES, DEFAULTS)

@@ -70,3 +70,14 @@ def fake_stdlib(tmp_path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(code).lstrip("\n"))
     return root
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A minimal plain dataset directory (one example per split)."""
+    path = tmp_path / "toy"
+    path.mkdir()
+    for split in ("train", "valid", "test"):
+        (path / f"{split}.src").write_text("a b\n")
+        (path / f"{split}.tgt").write_text("c d\n")
+    return path

@@ -49,7 +49,8 @@ def test_scores_files_and_prints_a_table_and_a_json_line(files, capsys):
                                [["the cat is on the mat", "a cat sat on the mat"], ["hello"], ["a dog barked"]],
                                options={"bleu_max_ngrams": 2})
     assert result["scores"] == pytest.approx(expected.scores)
-    assert list(result["scores"]) == ["bleu", "bleu-1", "bleu-2", "rouge-1", "rouge-2", "rouge-l", "rouge-lsum"]
+    assert list(result["scores"]) == ["bleu", "bleu-1", "bleu-2", "rouge-1", "rouge-2", "rouge-l", "rouge-lsum",
+                                      "rouge-w"]
     streams = [["the cat is on the mat", "hello", "a dog barked"], ["a cat sat on the mat", None, None]]
     bleu = sacrebleu.BLEU(max_ngram_order=2).corpus_score(["the cat sat on the mat", "", "a dog barks"], streams)
     assert ["bleu-2", f"{bleu.score:.2f}"] in [line.split() for line in printed]

@@ -105,9 +105,20 @@ def test_loss_is_minimised_when_it_chooses_the_best_model(make_trainer, train_da
 
 
 def test_max_save_keeps_the_newest_step_checkpoints(make_trainer, train_data, validation):
-    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=4, max_save=2)
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=4, max_save=4)  # best, last and 2 more
     trainer.fit(train_data, validation(trainer))
     assert sorted(path.name for path in trainer.run_dir.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
+
+
+def test_max_save_counts_as_textbox_did(make_trainer, train_data, validation):
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, max_save=2)  # TextBox's default
+    trainer.fit(train_data, validation(trainer))
+    assert list(trainer.run_dir.glob("checkpoint-*")) == []
+    assert (trainer.run_dir / "checkpoint_best").is_dir() and (trainer.run_dir / "checkpoint_last").is_dir()
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, max_save=-1)  # every one
+    trainer.fit(train_data, validation(trainer))
+    assert sorted(path.name for path in trainer.run_dir.glob("checkpoint-*")) == \
+        ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
 
 
 def test_metrics_jsonl_has_a_line_per_log_step(make_trainer, train_data):

@@ -74,5 +74,5 @@ def test_too_little_free_space_is_reported_with_both_sizes(tmp_path, make_accele
 
 
 def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
-    assert run_dirs.peak_checkpoint_bytes(100, max_save=0) == 800  # best x2, last (weights + 2 moments) x2
-    assert run_dirs.peak_checkpoint_bytes(100, max_save=3) == 1200  # and 3 + 1 checkpoint-<step>
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=2) == 800  # best x2, last (weights + 2 moments) x2
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=5) == 1200  # and 3 + 1 checkpoint-<step>

@@ -41,7 +41,9 @@ _METRICS: dict[str, Metric] = {
     "bleu": Metric("sacrebleu_metrics", "bleu",
                    lambda o: ["bleu", *ngram_orders("bleu", o["bleu_max_ngrams"])],
                    "sacrebleu corpus BLEU, and cumulative BLEU-1..N"),
+    # rouge-w is rouge-metric's (textbox/evaluator/metrics/rouge_w.py)
     "chrf": Metric("sacrebleu_metrics", "chrf", lambda o: ["chrf"], "sacrebleu chrF"),
+    "chrf+": Metric("sacrebleu_metrics", "chrf_plus", lambda o: ["chrf+"], "sacrebleu chrF+ (word unigrams)"),
     "chrf++": Metric("sacrebleu_metrics", "chrf_plus_plus", lambda o: ["chrf++"], "sacrebleu chrF++"),
     "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min"),
     "rouge": Metric("rouge", "rouge", lambda o: list(rouge_figures(o["rouge_max_ngrams"])),
@@ -60,11 +62,26 @@ _METRICS: dict[str, Metric] = {
     "novelty": Metric("ngram_stats", "novelty", lambda o: ngram_orders("novelty", o["novelty_max_ngrams"]),
                       "percent of output n-grams not in the source", needs_sources=True),
     "em": Metric("squad", "exact_match", lambda o: ["em"], "SQuAD exact match"),
+    "qa": Metric("squad", "qa", lambda o: ["em", "f1"], "SQuAD em and f1 (TextBox's qa; multiref_strategy)"),
+    "cider": Metric("coco", "cider", lambda o: ["cider"], "pycocoevalcap CIDEr-D, x10",
+                    resources="missing_pycocoevalcap"),
+    "spice": Metric("coco", "spice", lambda o: ["spice"], "pycocoevalcap SPICE (Java, CoreNLP)",
+                    resources="missing_spice"),
+    "nist": Metric("nist", "nist", lambda o: ["nist"], "NLTK corpus NIST (n=5)"),
     "f1": Metric("squad", "f1", lambda o: ["f1"], "SQuAD token F1"),
     "length": Metric("length", "length", lambda o: ["length-hyp", "length-ref", "length-ratio"],
                      "mean output and reference lengths and their ratio", goal=None),
     "perplexity": Metric("perplexity", "perplexity", lambda o: ["perplexity"], "exp of the model's loss",
                          goal="min", needs_loss=True),
+}
+
+# TextBox 2.0's metrics with no counterpart here, and why.
+REFUSED_METRICS = {
+    "multiwoz": "MultiWOZ inform/success/combined need a delexicalised belief-state database and a maintained "
+                "evaluator; none is installable from the package index (TextBox 2.0 vendored an old copy): not "
+                "provided; score the responses with bleu",
+    "style": "GYAFC style strength needs TextBox 2.0's own classifier checkpoints: not provided",
+    "hm": "GYAFC's harmonic mean of BLEU and style strength needs the style classifier: not provided",
 }
 
 _NGRAM_KEYS = {"bleu": "bleu_max_ngrams", "self_bleu": "bleu_max_ngrams", "rouge": "rouge_max_ngrams",
@@ -142,9 +159,14 @@ def option_problems(names: Sequence[str], options: Options,
 def metric_problems(names: Sequence[str], options: Options,
                     where: Callable[[str], str] = lambda key: key) -> list[str]:
     """Unknown metric names (with a suggestion) and bad options of the known ones."""
-    problems = [f"unknown metric {name!r}{suggest(name.lower(), _METRICS)}; "
-                f"available: {', '.join(sorted(_METRICS))}" for name in names if name.lower() not in _METRICS]
+    problems = [_unknown(name) for name in names if name.lower() not in _METRICS]
     return problems + option_problems(names, options, where)
+
+
+def _unknown(name: str) -> str:
+    if name.lower() in REFUSED_METRICS:
+        return f"TextBox 2.0's metric {name!r}: {REFUSED_METRICS[name.lower()]}"
+    return f"unknown metric {name!r}{suggest(name.lower(), _METRICS)}; available: {', '.join(sorted(_METRICS))}"
 
 
 def problems(config: Config) -> list[str]:
@@ -157,8 +179,7 @@ def problems(config: Config) -> list[str]:
         try:
             outputs.update(metric_outputs(name, config))
         except KeyError:
-            found.append(f"{where('metrics')}: unknown metric {name!r}{suggest(name.lower(), known_metrics())}; "
-                         f"available: {', '.join(sorted(known_metrics()))}")
+            found.append(f"{where('metrics')}: {_unknown(name)}")
     if not config["metrics_for_best_model"]:
         found.append(f"{where('metrics_for_best_model')} must name at least one figure, e.g. ['loss']")
     for name in config["metrics_for_best_model"]:

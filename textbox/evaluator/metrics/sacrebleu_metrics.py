@@ -1,9 +1,12 @@
-"""Corpus BLEU, chrF, chrF++ and TER exactly as sacrebleu computes them, multi-reference natively."""
+"""Corpus BLEU, chrF, chrF+, chrF++ and TER exactly as sacrebleu computes them, multi-reference natively."""
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, package_details
+
+
+CHRF_WORD_ORDERS = {"chrf": 0, "chrf+": 1, "chrf++": 2}  # word n-grams added to the character n-grams
 
 
 def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
@@ -24,8 +27,8 @@ def scorer(figure: str, options: Mapping[str, Any], sentence_level: bool = False
     if figure == "bleu":
         return BLEU(lowercase=options["lower_evaluation"], tokenize=options["bleu_tokenize"],
                     max_ngram_order=options["bleu_max_ngrams"], effective_order=sentence_level)
-    if figure in ("chrf", "chrf++"):
-        return CHRF(word_order=2 if figure == "chrf++" else 0, lowercase=options["lower_evaluation"])
+    if figure in CHRF_WORD_ORDERS:
+        return CHRF(word_order=CHRF_WORD_ORDERS[figure], lowercase=options["lower_evaluation"])
     if figure == "ter":
         return TER()
     raise KeyError(f"no sacrebleu metric computes {figure!r}")
@@ -57,6 +60,11 @@ def chrf(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
 def chrf_plus_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """chrF with word unigrams and bigrams added (Popović 2017)."""
     return _chrf(inputs, options, "chrf++")
+
+
+def chrf_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """chrF with word unigrams added (TextBox 2.0's chrf+)."""
+    return _chrf(inputs, options, "chrf+")
 
 
 def _chrf(inputs: MetricInputs, options: Mapping[str, Any], name: str) -> MetricResult:

@@ -41,6 +41,21 @@ def exact_match(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResul
     return MetricResult({"em": 100 * mean(matches)}, textbox_details(normalisation=_NORMALISATION))
 
 
+def qa(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+    """TextBox 2.0's qa: em and f1 together, several references combined by multiref_strategy (max, or
+    leave_one_out as CoQA's official script does)."""
+    from textbox.evaluator.metrics.rouge import combine_references
+
+    strategy = options["multiref_strategy"]
+    matches, overlaps = [], []
+    for hypothesis, references in zip(inputs.hypotheses, inputs.references):
+        matches.append(combine_references([float(normalize_answer(hypothesis) == normalize_answer(reference))
+                                           for reference in references], strategy))
+        overlaps.append(combine_references([token_f1(hypothesis, reference) for reference in references], strategy))
+    details = textbox_details(normalisation=_NORMALISATION, multiref_strategy=strategy)
+    return MetricResult({"em": 100 * mean(matches), "f1": 100 * mean(overlaps)}, details)
+
+
 def f1(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """f1: mean over examples of the best token F1 against any reference, in percent."""
     scores = [max(token_f1(hypothesis, reference) for reference in references)

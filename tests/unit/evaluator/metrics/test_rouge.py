@@ -22,7 +22,7 @@ def test_single_reference_equals_rouge_score_mean_f_measure():
     for name, rouge_type in TYPES.items():
         expected = 100 * mean(scorer.score(refs[0], hyp)[rouge_type].fmeasure for hyp, refs in zip(HYPOTHESES, SINGLE))
         assert result.scores[name] == pytest.approx(expected)
-    assert list(result.scores) == list(TYPES)
+    assert list(result.scores) == [*TYPES, "rouge-w"]
 
 
 def test_max_strategy_equals_rouge_score_score_multi():
@@ -53,7 +53,7 @@ def test_leave_one_out_strategy_uses_rouge_score_per_reference():
 def test_max_ngrams_and_stemming_options():
     options = {**DEFAULTS, "rouge_max_ngrams": 3, "rouge_use_stemmer": False}
     result = rouge(MetricInputs(HYPOTHESES, SINGLE), options)
-    assert list(result.scores) == ["rouge-1", "rouge-2", "rouge-3", "rouge-l", "rouge-lsum"]
+    assert list(result.scores) == ["rouge-1", "rouge-2", "rouge-3", "rouge-l", "rouge-lsum", "rouge-w"]
     scorer = RougeScorer(["rouge1"], use_stemmer=False)
     expected = 100 * mean(scorer.score(refs[0], hyp)["rouge1"].fmeasure for hyp, refs in zip(HYPOTHESES, SINGLE))
     assert result.scores["rouge-1"] == pytest.approx(expected)

@@ -1,0 +1,141 @@
+"""The dataset catalogue: ``--dataset=samsum`` gets TextBox 2.0's own copy of SAMSum when no local copy is there.
+
+A catalogue entry is a configs/dataset/<name>.yaml whose ``catalogue`` key names the hub dataset repo and the
+archive TextBox 2.0 published there (RUCAIBox/<Task>, <name>.tgz: {train,valid,test}.{src,tgt}, one example a line,
+the form its settings were chosen for). The archive is fetched once through the hub cache (huggingface_hub: a
+progress bar; with HF_HUB_OFFLINE=1 it is read from the cache) and unpacked under <cache_dir>/catalogue/<name>,
+which the plain reader then reads. A local copy wins: dataset/<name>/, or --data_path.
+
+Config validation imports this module: huggingface_hub is imported only to look or fetch.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from textbox.config.errors import DataError
+from textbox.utils.atomic import atomic_directory
+
+FIELDS = ("repo", "file", "swap", "task", "licence", "original")
+SPLITS = ("train", "valid", "test")
+
+
+def entry_problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """A catalogue value names a repo and an archive; anything else it holds is a known field."""
+    if not entry:
+        return []
+    problems = [f"{where}: unknown field {field!r} (fields: {', '.join(FIELDS)})" for field in entry
+                if field not in FIELDS]
+    problems += [f"{where} needs {field!r}" for field in ("repo", "file") if not isinstance(entry.get(field), str)]
+    return problems
+
+
+def unpacked_directory(cache_dir: str | Path, name: str) -> Path:
+    return Path(cache_dir) / "catalogue" / name
+
+
+def download_command(entry: Mapping[str, Any]) -> str:
+    """The command that puts the archive into the hub cache (then a run finds it offline too)."""
+    return f"hf download {entry['repo']} {entry['file']} --repo-type dataset"
+
+
+def _offline() -> bool:
+    return any(os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def cached_archive(entry: Mapping[str, Any]) -> Path | None:
+    """The archive's path in the hub cache, or None when it has not been downloaded."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(entry["repo"], entry["file"], repo_type="dataset")
+    return Path(found) if isinstance(found, str) else None
+
+
+def availability_problem(name: str, entry: Mapping[str, Any], cache_dir: str | Path) -> str | None:
+    """Offline, an entry neither unpacked nor in the hub cache cannot be read: one message with the command."""
+    if _has_splits(unpacked_directory(cache_dir, name)) or not _offline() or cached_archive(entry) is not None:
+        return None
+    return (f"dataset {name!r} ({entry['repo']}, {entry['file']}) is not on this machine and the hub is offline "
+            f"(HF_HUB_OFFLINE / HF_DATASETS_OFFLINE): get it with `{download_command(entry)}` where there is "
+            f"network (it fills the hub cache, ~/.cache/huggingface, which a copy brings here), or give "
+            f"--data_path=<a local copy holding train/valid/test.src/.tgt>")
+
+
+def ensure(name: str, entry: Mapping[str, Any], cache_dir: str | Path, log: Callable[[str], None]) -> Path:
+    """The directory of the entry's plain files: unpacked once (atomically) from the archive in the hub cache,
+    downloading it first when online."""
+    directory = unpacked_directory(cache_dir, name)
+    if _has_splits(directory):
+        return directory
+    problem = availability_problem(name, entry, cache_dir)
+    if problem:
+        raise DataError(problem)
+    archive = cached_archive(entry)
+    if archive is None:
+        from huggingface_hub import hf_hub_download
+
+        log(f"downloading {entry['file']} of hub dataset {entry['repo']} (TextBox 2.0's copy of {name!r})")
+        try:
+            archive = Path(hf_hub_download(entry["repo"], entry["file"], repo_type="dataset"))
+        except Exception as error:  # network, missing file, hub errors: each ends in one message
+            raise DataError(f"cannot download {entry['file']} of hub dataset {entry['repo']}: "
+                            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}; "
+                            f"`{download_command(entry)}` fetches it, or give --data_path") from error
+    log(f"unpacking {archive} into {directory}")
+    with atomic_directory(directory) as staging:
+        _unpack(archive, Path(staging), bool(entry.get("swap")))
+    return directory
+
+
+def _has_splits(directory: Path) -> bool:
+    return all((directory / f"{split}.{side}").is_file() for split in SPLITS for side in ("src", "tgt"))
+
+
+def _unpack(archive: Path, staging: Path, swap: bool) -> None:
+    """The archive's split files into ``staging`` (they may sit in a folder named after the dataset); with
+    ``swap`` each split's .src and .tgt trade places."""
+    extracted = staging / "archive"
+    with tarfile.open(archive) as tar:
+        tar.extractall(extracted, filter="data")  # no absolute paths, links out or devices
+    found = sorted(extracted.rglob("train.src"), key=lambda path: len(path.parts))
+    if not found:
+        raise DataError(f"{archive} holds no train.src: not one of TextBox 2.0's dataset archives")
+    root = found[0].parent
+    for split in SPLITS:
+        for side in ("src", "tgt"):
+            source = root / f"{split}.{side}"
+            if not source.is_file():
+                present = ", ".join(sorted(path.name for path in root.iterdir()))
+                raise DataError(f"{archive} lacks {split}.{side} (it has {present})")
+            target_side = {"src": "tgt", "tgt": "src"}[side] if swap else side
+            shutil.move(str(source), staging / f"{split}.{target_side}")
+    shutil.rmtree(extracted)
+
+
+def render_table(config_dir: str | Path) -> str:
+    """docs/datasets.md's table: every catalogue entry under config_dir/dataset with its settings and source."""
+    from textbox.utils import yaml_numbers
+
+    lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy) | settings | licence | differs from TextBox 2.0 |",
+             "|---|---|---|---|---|---|"]
+    for path in sorted((Path(config_dir) / "dataset").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        values = yaml_numbers.load(text) or {}
+        entry = values.get("catalogue")
+        if not entry:
+            continue
+        swap = " (sides swapped)" if entry.get("swap") else ""
+        decoding = values.get("generation_kwargs")
+        settings = [f"src_len {values.get('src_len')}, tgt_len {values.get('tgt_len')}",
+                    f"metrics {', '.join(values.get('metrics', []))}",
+                    f"best by {' + '.join(values.get('metrics_for_best_model', []))}",
+                    *([f"prompt '{values['prefix_prompt'].strip()}'"] if values.get("prefix_prompt") else []),
+                    *([f"decoding {decoding}"] if decoding else [])]
+        notes = [line.removeprefix("# Note: ") for line in text.splitlines() if line.startswith("# Note: ")]
+        lines.append(f"| `{path.stem}` | {entry.get('task', '')} | `{entry['repo']}` `{entry['file']}`{swap} | "
+                     f"{'; '.join(settings)} | {entry.get('licence', '')} | {' '.join(notes) or '-'} |")
+    return "\n".join(lines)
