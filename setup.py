@@ -25,6 +25,7 @@ setup(
         "tensorboard>=2.15",
         "nltk>=3.8",
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
+        "sentencepiece>=0.2",  # M2M100 and Marian tokenizers read sentencepiece models (--model=m2m_100, marian)
     ],
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "coco": ["pycocoevalcap>=1.2"],  # cider (and spice, which also needs Java and CoreNLP models)

@@ -25,7 +25,7 @@ RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
 # (the checkpoint holds the weights, config_kwargs and tokenizer already; the data, metrics and optimiser are
 # this command's own).
 CHECKPOINT_SETTINGS = ("model", "src_len", "tgt_len", "truncate", "prefix_prompt", "suffix_prompt",
-                       "generation_kwargs")
+                       "generation_kwargs", "src_lang", "tgt_lang")
 # The data a run's checkpoint is tested on, unless the command names other data (DATA_NAMING): a checkpoint trained
 # on samsum is tested on samsum, not on the built-in default dataset.
 CHECKPOINT_DATA = ("dataset", "data_path", "catalogue", "data_format", "hub_name", "hub_subset", "split_names",

@@ -141,6 +141,12 @@ _key("model", "tokenizer_path", "str|None", None,
      "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "
      "(tokenizer_kwargs then go to AutoTokenizer.from_pretrained); with --model_path the checkpoint's own tokenizer "
      "is used, so tokenizer_path must be unset or equal to it.")
+_key("model", "src_lang", "str|None", None,
+     "Source language code of a multilingual tokenizer (mBART en_XX, NLLB eng_Latn, M2M100 en); with tgt_lang it sets "
+     "the language tokens of sources and targets and the token generation starts with (docs/textbox_names.md).")
+_key("model", "tgt_lang", "str|None", None,
+     "Target language code (mBART ro_RO, NLLB ron_Latn, M2M100 ro, multi-target Marian fr); see src_lang. A tokenizer "
+     "without languages is unchanged (the log says so).")
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")

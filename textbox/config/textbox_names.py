@@ -115,18 +115,6 @@ def _use_gpu(value: Any) -> Outcome:
     return Outcome("", problem=f"use_gpu must be True or False, got {value!r}")
 
 
-def _languages(key: str) -> Name:
-    def check(values: Mapping[str, Any]) -> str | None:
-        if str(values.get("model", "")).lower() not in MULTILINGUAL_MODELS:
-            return None
-        return (f"{key} for a multilingual model is not provided as a key: give the tokenizer's languages as "
-                f"tokenizer_kwargs={{'src_lang': ..., 'tgt_lang': ...}} (mBART, M2M100, NLLB) and, for M2M100 and "
-                f"NLLB, the target language token as generation_kwargs={{'forced_bos_token_id': <its id>}}")
-    return Name(f"no effect unless the model is multilingual ({', '.join(MULTILINGUAL_MODELS)}); then refused",
-                lambda value: Outcome("no effect: the model is not multilingual", check=check))
-
-
-MULTILINGUAL_MODELS = ("mbart", "m2m_100", "nllb", "marian")
 def _model_name(value: Any) -> Outcome:
     def check(values: Mapping[str, Any]) -> str | None:
         model = str(values.get("model", "")).lower()
@@ -208,8 +196,6 @@ TEXTBOX_NAMES: dict[str, Name] = {
                                "(model=transformer, rnn, gru, lstm)"),
     "tgt_vocab_size": _refused("tgt_vocab_size (TextBox 0.x): give tokenizer_kwargs={'vocab_size': N} "
                                "(model=transformer, rnn, gru, lstm)"),
-    "src_lang": _languages("src_lang"),
-    "tgt_lang": _languages("tgt_lang"),
     # --- model --------------------------------------------------------------------------------------------
     "model_name": Name("no setting when it equals model; otherwise refused (PTG, Context-Tuning)", _model_name),
     "config_path": _refused("config_path: the config comes from --model_path (change settings with "

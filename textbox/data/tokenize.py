@@ -7,7 +7,9 @@ truncate=tail, from the start for head): special tokens and the prompts are kept
 text is shortened at a token boundary and the input encoded again, so that the prompts, whitespace included, read
 as for a source that fits (source tokens are found by their character offsets, so prompts need a fast
 (``tokenizers``) tokenizer); without prompts the source tokens beyond ``src_len`` are dropped.
-Targets (the first reference) keep their special tokens, the final eos included, within ``tgt_len``.
+Targets (the first reference) are encoded as targets (``text_target=``: a multilingual tokenizer puts the target
+language's code where the source has its own, Marian switches to its target vocabulary; other tokenizers encode them
+as any text) and keep their special tokens, the final eos included, within ``tgt_len``.
 For a decoder-only model (textbox.model.causal_lm), which reads source and target as one sequence, a target is
 its text tokens without special tokens (no <s> between source and target) followed by eos, within ``tgt_len``;
 the source is encoded as for any other model, within ``src_len``.
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
+from textbox.config.languages import source_head
 from textbox.config.loader import Config
 from textbox.data.split import Split
 from textbox.utils.atomic import atomic_directory
@@ -35,7 +38,7 @@ from textbox.utils.atomic import atomic_directory
 if TYPE_CHECKING:
     import datasets
 
-CACHE_LAYOUT_VERSION = 2  # bump when the tokenised layout changes, so that older entries stop matching
+CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
 
 
@@ -47,7 +50,8 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: Any,
     tokenizer_digest = tokenizer_fingerprint(tokenizer)
     tokenized = {}
     for name, split in splits.items():
-        path = Path(config.cache_dir) / "tokenized" / f"{name}-{cache_key(config, split, tokenizer_digest)}"
+        key = cache_key(config, split, tokenizer_digest, tokenizer)
+        path = Path(config.cache_dir) / "tokenized" / f"{name}-{key}"
         cached = _cached(path, split, log)
         if cached is None:
             with atomic_directory(path) as staging:
@@ -100,7 +104,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hasher.hexdigest()
 
 
-def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
+def cache_key(config: Config, split: Split, tokenizer_digest: str, tokenizer: Any = None) -> str:
     """A digest of everything the tokenised split depends on (only the first reference is tokenised)."""
     recipe = {
         "layout": CACHE_LAYOUT_VERSION,
@@ -112,6 +116,8 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str) -> str:
     }
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
+    if source_head(tokenizer, config):  # a Marian target language token (the others' languages are in its files)
+        recipe["source_head"] = source_head(tokenizer, config)
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
 
 
@@ -126,13 +132,15 @@ def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) ->
 
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
     lm_targets = decoder_only(config)
+    head = source_head(tokenizer, config)
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
         return {
             "input_ids": encode_within(tokenizer, batch["source"], config.src_len, config.truncate, "src_len",
-                                       prefix, suffix),
+                                       prefix, suffix, head=head),
             "labels": (encode_lm_targets(tokenizer, batch["target"], config.tgt_len) if lm_targets
-                       else encode_within(tokenizer, batch["target"], config.tgt_len, "tail", "tgt_len")),
+                       else encode_within(tokenizer, batch["target"], config.tgt_len, "tail", "tgt_len",
+                                          target=True)),
         }
 
     texts = datasets.Dataset.from_dict({"source": split.sources,
@@ -159,18 +167,24 @@ def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list
 
 
 def encode_within(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,
-                  prefix: str = "", suffix: str = "") -> list[list[int]]:
+                  prefix: str = "", suffix: str = "", target: bool = False,
+                  head: list[int] | None = None) -> list[list[int]]:
     """Encode ``prefix + text + suffix`` for each text with special tokens, within ``limit`` tokens.
 
     ``truncate`` is "tail" (the last text tokens go) or "head" (the first ones go); ``limit_key`` names the
     config key that set ``limit``, for the error raised when not even one text token fits. Without prompts the
     text tokens beyond ``limit`` are dropped; with prompts the text is shortened and encoded again
-    (``_encode_with_prompts``).
+    (``_encode_with_prompts``). ``target``: the texts are targets (``text_target=``; targets take no prompts).
+    ``head``: ids put before every encoding, within ``limit`` and never cut (a Marian target language token,
+    textbox.config.languages.source_head).
     """
+    if head:
+        return [[*head, *ids] for ids in encode_within(tokenizer, texts, limit - len(head), truncate, limit_key,
+                                                       prefix, suffix, target)]
     if prefix or suffix:
         return _encode_with_prompts(tokenizer, texts, limit, truncate, limit_key, prefix, suffix)
-    encoding = tokenizer(texts, return_special_tokens_mask=True, return_attention_mask=False,
-                         return_token_type_ids=False)
+    options = {"return_special_tokens_mask": True, "return_attention_mask": False, "return_token_type_ids": False}
+    encoding = tokenizer(text_target=texts, **options) if target else tokenizer(texts, **options)
     return [ids if len(ids) <= limit else _drop_text_tokens(ids, keep, limit, truncate, limit_key)
             for ids, keep in zip(encoding["input_ids"], encoding["special_tokens_mask"])]
 

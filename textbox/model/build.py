@@ -3,7 +3,8 @@
 Order: transformers learns the RNN checkpoint type first (an explicit, idempotent registration, so that whichever
 builder meets an RNN checkpoint reads its config, whatever was imported before); the family's builder loads or
 creates the model and tokenizer; a loaded efficient checkpoint is recorded (saving must write only what it
-trains); a requested efficient method is applied last. Nothing here decides numerics: the builders do.
+trains); the languages (--src_lang/--tgt_lang) are set on the tokenizer and the generation config; a requested
+efficient method is applied last. Nothing here decides numerics: the builders do.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from textbox.model.efficient_checkpoint import checkpoint_record
+from textbox.model.languages import apply_languages
 from textbox.model.positions import check_position_limits
 from textbox.model.record import BuiltModel, TrainingTexts
 from textbox.model.registry import get_builder
@@ -27,10 +29,12 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     check_position_limits(config, built.model)
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
+    from textbox.utils.logging import get_logger
+
+    logger = get_logger() if logger is None else logger
+    apply_languages(config, built.model, built.tokenizer, logger.info)
     if config.efficient_methods:
         from textbox.model.efficient import apply_efficient_methods
 
-        from textbox.utils.logging import get_logger
-
-        built = apply_efficient_methods(config, built, logger or get_logger())
+        built = apply_efficient_methods(config, built, logger)
     return built

@@ -6,7 +6,7 @@ Why a module of its own: the config package (below model/) cannot know the model
 """
 from __future__ import annotations
 
-from textbox.config import Config
+from textbox.config import Config, languages
 from textbox.config.families import FAMILIES, REFUSED_MODELS
 from textbox.model import keys
 from textbox.model.efficient import method_problems
@@ -18,7 +18,8 @@ from textbox.utils.suggest import suggest
 
 def problems(config: Config) -> list[str]:
     """Every problem of ``config``'s model keys (empty when the model can be built as asked)."""
-    return [*_model_problems(config), *_efficient_problems(config), *_pretraining_problems(config)]
+    return [*_model_problems(config), *_efficient_problems(config), *_pretraining_problems(config),
+            *languages.problems(config, config.where)]
 
 
 def _model_problems(config: Config) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from textbox.config import Config, DataError
 from textbox.data.readers import read_lines
+from textbox.config.languages import source_head
 from textbox.data.tokenize import encode_within
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.generate import all_sequences_path
@@ -42,7 +43,7 @@ def read_and_encode(config: Config, tokenizer: Any) -> list[list[int]]:
     a bad input file fails first)."""
     sources = read_inputs(config.input_file)
     return encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len",
-                         config.prefix_prompt or "", config.suffix_prompt or "")
+                         config.prefix_prompt or "", config.suffix_prompt or "", head=source_head(tokenizer, config))
 
 
 def generate_for_inputs(config: Config, evaluator: Evaluator, model: Any, inputs: list[list[int]], run_dir: Path,

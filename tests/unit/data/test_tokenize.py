@@ -192,3 +192,16 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, damage):
     assert messages[1].startswith("tokenized train") and messages[2].startswith("loaded tokenized valid")
     assert list(tokenize_splits(config, SPLITS, tokenizer, log=messages.append)["train"]["input_ids"]) == fresh
     assert messages[3].startswith("loaded tokenized train")
+
+
+@pytest.mark.parametrize("kind", ["framework-bpe", "gpt2-style", "t5-style"])
+def test_targets_encoded_as_targets_are_the_ids_of_tokenizers_without_target_handling(kind, tmp_path):
+    """Targets go through text_target= (so that a multilingual tokenizer writes the target language): a tokenizer
+    without target handling gives exactly the ids it gave when targets were encoded as plain text."""
+    from tests.unit.data.tokenizer_kinds import CORPUS, TOKENIZER_KINDS
+
+    tokenizer = TOKENIZER_KINDS[kind](tmp_path)
+    texts = list(dict.fromkeys(CORPUS))
+    assert encode_within(tokenizer, texts, 1000, "tail", "tgt_len", target=True) == tokenizer(texts)["input_ids"]
+    assert encode_within(tokenizer, texts, 8, "tail", "tgt_len", target=True) == \
+        encode_within(tokenizer, texts, 8, "tail", "tgt_len")
