@@ -29,8 +29,9 @@ def make_text_dataset(root: Path) -> Path:
 
 PRETRAIN_ARGS = [*TINY_MODEL_ARGS, "--tgt_len=24", "--pretrain_task=denoising", "--dataset=text"]
 # 96 examples / (8 x 2) = 6 steps per epoch, 24 in all
-WHOLE_ARGS = [*PRETRAIN_ARGS, "--epochs=4", "--logging_steps=1", "--valid_strategy=step", "--valid_steps=10",
-              "--train_batch_size=8", "--accumulation_steps=2"]
+# --do_test=True: a test loss on test.src (pre-training alone reads no test split)
+WHOLE_ARGS = [*PRETRAIN_ARGS, "--do_test=True", "--epochs=4", "--logging_steps=1", "--valid_strategy=step",
+              "--valid_steps=10", "--train_batch_size=8", "--accumulation_steps=2"]
 
 
 @pytest.fixture(scope="module")

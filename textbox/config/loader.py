@@ -206,6 +206,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
             sources[key] = origin
     values["config_files"] = extra_files
     _resolve_warmup(layers, values, sources, problems, notes)
+    _pretraining_tests(values, sources, notes)
     problems.extend(check_translations(translation_checks, values))
 
     mistyped_problems, mistyped = type_problems(values, sources)
@@ -249,6 +250,15 @@ def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, 
                      f"{other} is set to 0")
         values[other] = DEFAULTS[other]
         sources[other] = origin
+
+
+def _pretraining_tests(values: dict[str, Any], sources: dict[str, str], notes: list[str]) -> None:
+    """Pre-training is judged by its validation loss and needs no test split (TextBox 2.0 set do_test=False with a
+    pretrain_task): do_test left at its default becomes False; given, it is honoured (a test loss on test.src)."""
+    if values["pretrain_task"] is not None and values["do_test"] and sources.get("do_test", "default") == "default":
+        values["do_test"], sources["do_test"] = False, "pretrain_task"
+        notes.append("pretrain_task: do_test=False (pre-training is judged by its validation loss, as in TextBox 2.0; "
+                     "give --do_test=True for a test loss on test.src)")
 
 
 def _origin_name(origin: str) -> str:

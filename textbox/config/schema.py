@@ -141,6 +141,8 @@ _key("model", "tokenizer_path", "str|None", None,
      "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "
      "(tokenizer_kwargs then go to AutoTokenizer.from_pretrained); with --model_path the checkpoint's own tokenizer "
      "is used, so tokenizer_path must be unset or equal to it.")
+_key("model", "tokenizer_add_tokens", "list[str]", [],
+     "Tokens added to the tokenizer, each then one token, the embeddings grown to hold them (TextBox 2.0's).")
 _key("model", "src_lang", "str|None", None,
      "Source language code of a multilingual tokenizer (mBART en_XX, NLLB eng_Latn, M2M100 en); with tgt_lang it sets "
      "the language tokens of sources and targets and the token generation starts with (docs/textbox_names.md).")

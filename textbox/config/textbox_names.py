@@ -137,14 +137,6 @@ def _model_type(value: Any) -> Outcome:
     return Outcome("no setting needed: --model=transformer is a BART architecture", check=check)
 
 
-def _tokenizer_add_tokens(value: Any) -> Outcome:
-    if value in ([], None, ()):
-        return Outcome("no setting needed: no tokens to add")
-    return Outcome("", problem="tokenizer_add_tokens: adding tokens to a checkpoint's tokenizer (and resizing its "
-                               "embeddings) is not provided; give them as tokenizer_kwargs={'additional_special_"
-                               "tokens': [...]} to a tokenizer that already holds them, or drop the key")
-
-
 def _resume_training(value: Any) -> Outcome:
     if value is False:
         return Outcome("no setting needed: --model_path=<checkpoint> loads the model and tokenizer only")
@@ -200,7 +192,6 @@ TEXTBOX_NAMES: dict[str, Name] = {
     "model_name": Name("no setting when it equals model; otherwise refused (PTG, Context-Tuning)", _model_name),
     "config_path": _refused("config_path: the config comes from --model_path (change settings with "
                             "config_kwargs; a new model of that architecture: --from_scratch=True)"),
-    "tokenizer_add_tokens": Name("[]: no setting; tokens: refused", _tokenizer_add_tokens),
     "model_type": Name("'bart' with model=transformer: no setting; otherwise refused", _model_type),
     "_name_or_path": _no_effect(lambda value: True, "a label inside TextBox's transformer.yaml, read by nothing", ""),
     "is_encoder_decoder": _no_effect(lambda value: value is True, "the transformer model is an encoder-decoder",

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from textbox.config.families import FAMILIES, REFUSED_MODELS
 from textbox.config.textbox_names import TEXTBOX_NAMES, Check
-from textbox.config.textbox_values import TEXTBOX_ENTRIES, TEXTBOX_VALUES
+from textbox.config.textbox_values import TEXTBOX_ENTRIES, TEXTBOX_REFUSED_VALUES, TEXTBOX_VALUES
 
 
 def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, Any], problems: list[str],
@@ -104,6 +104,8 @@ def render_table() -> str:
     lines += [f"| `{name}` | {entry.became} |" for name, entry in sorted(TEXTBOX_NAMES.items())]
     lines += [f"| `{key}: {value}` | `{key}: {ours!r}` |" for key, aliases in TEXTBOX_VALUES.items()
               for value, ours in aliases.items()]
+    lines += [f"| `{key}: {value}` | refused: {pointer} |" for key, refused in TEXTBOX_REFUSED_VALUES.items()
+              for value, pointer in refused.items()]
     lines += [f"| `{key}: {{'{entry}': v}}` | {_describe_entry(translate)} |"
               for key, entries in TEXTBOX_ENTRIES.items() for entry, translate in entries.items()]
     return "\n".join(lines)

@@ -16,6 +16,17 @@ TEXTBOX_VALUES: dict[str, dict[Any, Any]] = {
     "efficient_methods": {"p-tuning-v2": "prefix-tuning"},
 }
 
+# Values of our own keys that TextBox 2.0 had and this framework has not: key -> {TextBox value: what to use}.
+TEXTBOX_REFUSED_VALUES: dict[str, dict[Any, str]] = {
+    "pretrain_task": {
+        "unilm": "TextBox 2.0's UniLM pre-training (UniLM's masked-LM objectives for its UniLM model, whose code is "
+                 "not in transformers) is not built here; pre-train an encoder-decoder with "
+                 "--pretrain_task=denoising (BART's text infilling and sentence permutation)",
+        "text_infilling": "TextBox 2.0's text infilling alone is --pretrain_task=denoising "
+                          "--permute_sentence_ratio=0",
+    },
+}
+
 # Entries of our dict keys in TextBox 2.0's spelling: key -> {TextBox entry: (our entries, given the value) or a
 # refusal}. An entry named "@key" is one of our top-level keys (TextBox's scheduler_kwargs held the warm-up).
 Entry = Callable[[Any], "dict[str, Any] | str"]

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from textbox.config.argv import quoting_hint
 from textbox.config.launcher import launcher_problems
 from textbox.config.schema import SCHEMA
+from textbox.config.textbox_values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
 
@@ -27,7 +28,9 @@ def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tupl
     for name, value in values.items():
         error = SCHEMA[name].type_error(value)
         if error:
-            problems.append(f"{where_set(name, sources)} {error}{quoting_hint(name, value, sources)}")
+            pointer = TEXTBOX_REFUSED_VALUES.get(name, {}).get(value) if isinstance(value, str) else None
+            error += f": {pointer}" if pointer else quoting_hint(name, value, sources)
+            problems.append(f"{where_set(name, sources)} {error}")
             mistyped.add(name)
     return problems, mistyped
 

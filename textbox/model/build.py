@@ -3,7 +3,7 @@
 Order: transformers learns the RNN checkpoint type first (an explicit, idempotent registration, so that whichever
 builder meets an RNN checkpoint reads its config, whatever was imported before); the family's builder loads or
 creates the model and tokenizer; a loaded efficient checkpoint is recorded (saving must write only what it
-trains); the languages (--src_lang/--tgt_lang) are set on the tokenizer and the generation config; a requested
+trains); --tokenizer_add_tokens are added (embeddings grown); the languages (--src_lang/--tgt_lang) are set on the tokenizer and the generation config; a requested
 efficient method is applied last. Nothing here decides numerics: the builders do.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from textbox.model.efficient_checkpoint import checkpoint_record
+from textbox.model.added_tokens import add_tokens
 from textbox.model.languages import apply_languages
 from textbox.model.positions import check_position_limits
 from textbox.model.record import BuiltModel, TrainingTexts
@@ -32,6 +33,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     from textbox.utils.logging import get_logger
 
     logger = get_logger() if logger is None else logger
+    add_tokens(config.tokenizer_add_tokens, built.model, built.tokenizer, logger.info)
     apply_languages(config, built.model, built.tokenizer, logger.info)
     if config.efficient_methods:
         from textbox.model.efficient import apply_efficient_methods

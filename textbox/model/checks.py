@@ -69,6 +69,10 @@ def _efficient_problems(config: Config) -> list[str]:
         found.append(f"{where('efficient_methods')}: --model_path={config['model_path']} holds an efficient "
                      f"checkpoint already, which continues training as it is; drop --efficient_methods (or "
                      f"give its base model as --model_path)")
+    if methods and config["tokenizer_add_tokens"] and not config["efficient_unfreeze_model"]:
+        found.append(f"{where('tokenizer_add_tokens')}: the added tokens' embeddings are new and would stay "
+                     f"untrained under --efficient_methods={methods}: add --efficient_unfreeze_model=True, or drop "
+                     f"tokenizer_add_tokens")
     decoder = config["decoder_model_path"]
     if decoder and missing_local_path(decoder):
         found.append(f"{where('decoder_model_path')}: directory {decoder} does not exist")

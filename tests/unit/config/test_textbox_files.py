@@ -94,7 +94,8 @@ def test_textbox_values_of_our_keys_and_conflicts(data_dir: Path):
     (["--beam_size=4"], "generation_kwargs={'num_beams': N}"),
     (["--reproducibility=False"], "runs are always seeded"),
     (["--wandb=offline"], "WANDB_MODE=offline"),
-    (["--tokenizer_add_tokens=['[x]']"], "additional_special_tokens"),
+    (["--pretrain_task=unilm"], "--pretrain_task=denoising (BART's text infilling"),
+    (["--pretrain_task=text_infilling"], "--pretrain_task=denoising --permute_sentence_ratio=0"),
     (["--src_lang=en_XX", "--tokenizer_kwargs={'src_lang': 'de_DE'}"],
      "--src_lang='en_XX' but --tokenizer_kwargs gives src_lang='de_DE': keep one"),
     (["--optimizer=adafactor", "--adafactor_kwargs={'lr': 1e-3}"], "give them as optimizer_kwargs"),
@@ -128,3 +129,12 @@ def test_the_names_table_covers_every_textbox_key_and_renders():
 
 def test_the_docs_page_is_the_declared_table():
     assert render_table() in (PROJECT_ROOT / "docs" / "textbox_names.md").read_text()
+
+
+def test_pretraining_reads_no_test_split_unless_asked(data_dir: Path):
+    """TextBox 2.0 pre-trains without a test split (it set do_test=False); here it asked for test.src."""
+    config = load_checked_config(["--pretrain_task=denoising", f"--data_path={data_dir}"])
+    assert config.do_test is False
+    assert any(note.startswith("pretrain_task: do_test=False") for note in config.notes)
+    given = load_checked_config(["--pretrain_task=denoising", "--do_test=True", f"--data_path={data_dir}"])
+    assert given.do_test is True
