@@ -106,12 +106,13 @@ _key("hardware", "num_workers", "int", 0, "DataLoader worker processes.")
 
 # --- data -------------------------------------------------------------------------------------
 _key("data", "data_format", "str", "auto",
-     "plain ({split}.src/.tgt), json, jsonl, csv, parquet, or hub (a datasets hub id); auto picks by files.",
-     ("auto", "plain", "json", "jsonl", "csv", "parquet", "hub"))
+     "plain ({split}.src/.tgt), json, jsonl, csv, parquet, hub (a datasets hub id; with a catalogue --dataset and "
+     "no hub_name, its original hub dataset) or disk (a DatasetDict.save_to_disk folder); auto picks by files.",
+     ("auto", "plain", "json", "jsonl", "csv", "parquet", "hub", "disk"))
 _key("data", "hub_name", "str|None", None, "Hub dataset id for data_format=hub (needs network).")
 _key("data", "hub_subset", "str|None", None, "Hub dataset configuration name for data_format=hub.")
 _key("data", "split_names", "dict", {"train": "train", "valid": "validation", "test": "test"},
-     "Hub split name for each of train/valid/test (data_format=hub); local files are always "
+     "Split name for each of train/valid/test (data_format=hub or disk); local files are always "
      "train/valid/test.<ext>.")
 _key("data", "src_field", "str", "src", "Column holding the source text (non-plain formats).")
 _key("data", "tgt_field", "str", "tgt", "Column holding the target text or a list of references.")

@@ -27,7 +27,11 @@ def problems(config: Config) -> list[str]:
     (textbox/checks.py calls this with the other registries' checks, before anything runs)."""
     where = config.where
     if config["data_format"] == "hub":
-        return [] if config["hub_name"] else [f"{where('data_format')} is hub but hub_name is not set"]
+        if config["hub_name"] or (config["catalogue"] or {}).get("original"):
+            return []
+        return [f"{where('data_format')} is hub but hub_name is not set"
+                + (f" (the catalogue entry {config['dataset']!r} names no original hub dataset)"
+                   if config["catalogue"] else "")]
     data_path = Path(config["data_path"] or Path("dataset") / config["dataset"])
     if config["catalogue"]:
         found = entry_problems(config["catalogue"], where("catalogue"))

@@ -30,6 +30,10 @@ def entry_problems(entry: Mapping[str, Any], where: str) -> list[str]:
     problems = [f"{where}: unknown field {field!r} (fields: {', '.join(FIELDS)})" for field in entry
                 if field not in FIELDS]
     problems += [f"{where} needs {field!r}" for field in ("repo", "file") if not isinstance(entry.get(field), str)]
+    if entry.get("original"):
+        from textbox.data.tables import original_problems
+
+        problems += original_problems(entry["original"], where)
     return problems
 
 
@@ -120,7 +124,8 @@ def render_table(config_dir: str | Path) -> str:
     """docs/datasets.md's table: every catalogue entry under config_dir/dataset with its settings and source."""
     from textbox.utils import yaml_numbers
 
-    lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy) | settings | licence | differs from TextBox 2.0 |",
+    lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy; the original) | settings | licence | differs from "
+             "TextBox 2.0 |",
              "|---|---|---|---|---|---|"]
     for path in sorted((Path(config_dir) / "dataset").glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
@@ -136,6 +141,11 @@ def render_table(config_dir: str | Path) -> str:
                     *([f"prompt '{values['prefix_prompt'].strip()}'"] if values.get("prefix_prompt") else []),
                     *([f"decoding {decoding}"] if decoding else [])]
         notes = [line.removeprefix("# Note: ") for line in text.splitlines() if line.startswith("# Note: ")]
+        original = entry.get("original")
+        if original:
+            subset = f" `{original['subset']}`" if original.get("subset") else ""
+            swap += (f"; original (--data_format=hub): `{original['hub']}`{subset}, {original['source']} -> "
+                     f"{original['target']}, licence {original['licence']}")
         lines.append(f"| `{path.stem}` | {entry.get('task', '')} | `{entry['repo']}` `{entry['file']}`{swap} | "
                      f"{'; '.join(settings)} | {entry.get('licence', '')} | {' '.join(notes) or '-'} |")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Read a dataset's splits into ``Split``s: plain text files, json/jsonl/csv/parquet files, or the hub.
+"""Read a dataset's splits into ``Split``s: plain text files, json/jsonl/csv/parquet files, the hub, or a
+save_to_disk folder (those two in textbox.data.tables).
 
 Readers only read and check: prompts and truncation belong to tokenisation, so that the raw text stays
 available to the metrics. Every problem in the files is a ``DataError`` naming the file and line (or row).
@@ -9,7 +10,6 @@ import ast
 import codecs
 import hashlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -19,22 +19,13 @@ from textbox.config.schema import DEFAULTS
 from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
+from textbox.data.tables import RawSplit, columns, read_disk, read_hub
 
 SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
 QUICK_TEST_EXAMPLES = 32
-COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular and hub readers only
-HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only
-
-
-@dataclass
-class _RawSplit:
-    """Values as stored, before checks; ``locate_*(i)`` names where example i lives, for messages."""
-
-    sources: Sequence[Any]
-    targets: Sequence[Any]
-    locate_source: Callable[[int], str]
-    locate_target: Callable[[int], str]
+COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular, hub and disk readers only
+HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only (split_names: disk too)
 
 
 def dataset_directory(config: Config) -> Path:
@@ -82,8 +73,10 @@ def key_problems(config: Config) -> list[str]:
     given = [key for key in (*COLUMN_KEYS, *HUB_KEYS) if config[key] != DEFAULTS[key]]
     if not given or config["data_format"] == "hub":
         return []
+    read_here = ("split_names", *COLUMN_KEYS) if config["data_format"] == "disk" else ()
     problems = [f"{config.where(key)} is read from hub datasets only (data_format=hub), but data_format is "
-                f"{config['data_format']}: set --data_format=hub or remove {key}" for key in given if key in HUB_KEYS]
+                f"{config['data_format']}: set --data_format=hub or remove {key}" for key in given
+                if key in HUB_KEYS and key not in read_here]
     columns = [key for key in given if key in COLUMN_KEYS]
     if columns and _resolved_format(config) == "plain":
         problems += [f"{config.where(key)} names a column of json/jsonl/csv/parquet/hub data, but "
@@ -110,6 +103,8 @@ def detect_format(directory: Path, names: Sequence[str]) -> str:
         raise DataError(f"dataset directory {directory} does not exist; set --data_path=<directory> or --dataset")
     if any((directory / f"{name}.src").is_file() for name in ("train", "test")):
         return "plain"
+    if (directory / "dataset_dict.json").is_file():
+        return "disk"  # written by DatasetDict.save_to_disk
     for extension in TABULAR_BUILDERS:
         if any((directory / f"{name}.{extension}").is_file() for name in names):
             return extension
@@ -138,21 +133,23 @@ def _first_examples(split: Split, quick_test: bool | int) -> Split:
     return Split(split.name, split.sources[:limit], split.targets[:limit])
 
 
-def _read_raw(config: Config, data_format: str, directory: Path, name: str) -> _RawSplit:
+def _read_raw(config: Config, data_format: str, directory: Path, name: str) -> RawSplit:
     if data_format == "plain":
         return _read_plain(directory, name)
     if data_format == "hub":
-        return _read_hub(config, name)
+        return read_hub(config, name)
+    if data_format == "disk":
+        return read_disk(config, directory, name)
     return _read_tabular(config, directory / f"{name}.{data_format}", TABULAR_BUILDERS[data_format], name)
 
 
-def _read_plain(directory: Path, name: str) -> _RawSplit:
+def _read_plain(directory: Path, name: str) -> RawSplit:
     source_path, target_path = directory / f"{name}.src", directory / f"{name}.tgt"
     sources, targets = read_dataset_lines(source_path), read_dataset_lines(target_path)
     if len(sources) != len(targets):
         raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
                         f"line i of the .tgt file must be the target of line i of the .src file")
-    return _RawSplit(sources, targets, lambda i: f"{source_path}:{i + 1}", lambda i: f"{target_path}:{i + 1}")
+    return RawSplit(sources, targets, lambda i: f"{source_path}:{i + 1}", lambda i: f"{target_path}:{i + 1}")
 
 
 def read_dataset_lines(path: Path) -> list[str]:
@@ -190,7 +187,7 @@ def read_lines(path: str | Path) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _read_tabular(config: Config, path: Path, builder: str, name: str) -> _RawSplit:
+def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSplit:
     import datasets
 
     if not path.is_file():
@@ -209,7 +206,7 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> _RawSp
                                       **options)
     except datasets.exceptions.DatasetGenerationError as error:
         raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
-    return _columns(table, str(path), config)
+    return columns(table, str(path), config)
 
 
 def _content_digest(path: Path) -> str:
@@ -217,38 +214,7 @@ def _content_digest(path: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()[:32]
 
 
-def _read_hub(config: Config, name: str) -> _RawSplit:
-    import datasets
-
-    if name not in config.split_names:
-        raise DataError(f"split_names has no entry for the {name} split; "
-                        f"add one, e.g. --split_names={{'train': 'train', 'valid': 'validation', 'test': 'test'}}")
-    hub_split = config.split_names[name]
-    try:
-        table = datasets.load_dataset(config.hub_name, config.hub_subset, split=hub_split)
-    except (OSError, ValueError, datasets.exceptions.DatasetsError) as error:
-        raise DataError(f"cannot load split {hub_split!r} of hub dataset {config.hub_name!r}: {error}. "
-                        f"The hub needs network access (HF_DATASETS_OFFLINE unset); offline, save the data "
-                        f"as json/csv/parquet files and set --data_path") from error
-    return _columns(table, f"hub dataset {config.hub_name} split {hub_split}", config)
-
-
-def _columns(table: Any, origin: str, config: Config) -> _RawSplit:
-    """Source and target columns of a datasets table, or a DataError naming the missing one."""
-    if table.num_rows == 0:
-        raise DataError(f"{origin} has no rows")
-    for key in ("src_field", "tgt_field"):
-        field = config[key]
-        if field not in table.column_names:
-            raise DataError(f"{origin} has no column {field!r} (columns: {', '.join(table.column_names)}); "
-                            f"set --{key}=<column>")
-    columns = table.select_columns([config.src_field, config.tgt_field]).to_dict()  # plain lists: fast to walk
-    return _RawSplit(columns[config.src_field], columns[config.tgt_field],
-                     lambda i: f"{origin} row {i + 1} ({config.src_field})",
-                     lambda i: f"{origin} row {i + 1} ({config.tgt_field})")
-
-
-def _check(name: str, raw: _RawSplit) -> Split:
+def _check(name: str, raw: RawSplit) -> Split:
     """Non-empty text sources, one or more non-empty references; train keeps only the first reference."""
     sources: list[str] = []
     targets: list[list[str]] = []

@@ -294,3 +294,66 @@ def test_an_edited_tabular_file_is_read_again(tmp_path, monkeypatch, extension):
     write_tabular(path, extension, [{**record, "src": record["src"].upper()} for record in RECORDS])
     os.utime(path, ns=(stamp, stamp))
     assert read_splits(config, ("test",))["test"].sources == ["FIRST SOURCE", "SECOND SOURCE"]
+
+
+# --- save_to_disk folders and a catalogue entry's original hub dataset ------------------------------------------
+def _saved_translation(path: Path) -> Path:
+    """A tiny DatasetDict as datasets.load_dataset('wmt/wmt16', 'de-en') returns it, saved with save_to_disk."""
+    import datasets
+
+    rows = {"train": [("ein hund", "a dog"), ("eine katze", "a cat")], "validation": [("ein haus", "a house")],
+            "test": [("zwei hunde", "two dogs")]}
+    datasets.DatasetDict({split: datasets.Dataset.from_dict({"translation": [{"de": de, "en": en} for de, en in pairs]})
+                          for split, pairs in rows.items()}).save_to_disk(str(path))
+    return path
+
+
+def test_a_save_to_disk_folder_is_read_with_its_split_names_and_dict_fields(tmp_path):
+    folder = _saved_translation(tmp_path / "wmt16-de-en")
+    config = make_config(data_path=str(folder), src_field="translation.de", tgt_field="translation.en")
+    splits = read_splits(config)  # data_format=auto: the folder's dataset_dict.json says disk
+    assert splits["train"].sources == ["ein hund", "eine katze"] and splits["train"].targets == [["a dog"], ["a cat"]]
+    assert (splits["valid"].sources, splits["test"].targets) == (["ein haus"], [["two dogs"]])
+    swapped = read_splits(config.replace(data_format="disk", src_field="translation.en", tgt_field="translation.de"),
+                          ("test",))
+    assert swapped["test"].sources == ["two dogs"]
+    with pytest.raises(DataError, match=r"has no split 'dev' \(it has train, validation, test\)"):
+        read_splits(config.replace(split_names={"train": "train", "valid": "dev", "test": "test"}), ("valid",))
+    with pytest.raises(DataError, match=r"column 'translation' holds no 'fr' entry"):
+        read_splits(config.replace(src_field="translation.fr"), ("test",))
+
+
+def test_disk_format_needs_a_save_to_disk_folder(tmp_path):
+    write_plain(tmp_path, "train", "a\n", "b\n")
+    with pytest.raises(DataError, match="holds no dataset_dict.json: data_format=disk reads a folder written by"):
+        read_splits(make_config(data_path=str(tmp_path), data_format="disk"), ("train",))
+
+
+def test_a_catalogue_entry_reads_its_original_hub_dataset_with_its_fields(monkeypatch):
+    """--dataset=samsum --data_format=hub: the entry's original dataset, its splits and fields; keys given win."""
+    from textbox.data.tables import hub_settings
+
+    original = {"hub": "Samsung/samsum", "splits": {"train": "train", "valid": "validation", "test": "test"},
+                "source": "dialogue", "target": "summary", "licence": "CC BY-NC-ND 4.0"}
+    values = {**DEFAULTS, "dataset": "samsum", "data_format": "hub",
+              "catalogue": {"repo": "RUCAIBox/Summarization", "file": "samsum.tgz", "original": original}}
+    config = Config(values, {key: "default" for key in DEFAULTS} | {"catalogue": "samsum.yaml",
+                                                                    "data_format": "command line"})
+    assert hub_settings(config) == {"hub_name": "Samsung/samsum", "hub_subset": None,
+                                    "split_names": original["splits"], "src_field": "dialogue",
+                                    "tgt_field": "summary"}
+    given = Config({**values, "tgt_field": "id"}, {**{key: "default" for key in DEFAULTS}, "tgt_field": "command line"})
+    assert hub_settings(given)["tgt_field"] == "id"
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(DataError, match=r"cannot load split 'validation' of hub dataset 'Samsung/samsum'"):
+        read_splits(config, ("valid",))
+
+
+def test_data_format_hub_with_a_catalogue_dataset_needs_no_hub_name_where_it_names_an_original():
+    from textbox.checks import load_checked_config
+    from textbox.config import ConfigError
+
+    assert load_checked_config(["--dataset=samsum", "--data_format=hub"]).catalogue["original"]["hub"] == \
+        "Samsung/samsum"
+    with pytest.raises(ConfigError, match="the catalogue entry 'squad' names no original hub dataset"):
+        load_checked_config(["--dataset=squad", "--data_format=hub"])
