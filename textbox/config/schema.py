@@ -203,6 +203,9 @@ _key("eval", "output_file", "str|None", None,
      "<run dir>/generation.txt.")
 _key("eval", "generation_kwargs", "dict", {},
      "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len.")
+_key("eval", "show_examples", "int", 5,
+     "Test examples logged at the end of the run, each output beside its reference and its shortened source "
+     "(spread evenly over the test split, so every run on it shows the same ones); 0 logs none.")
 # Speed: length-aware batching (textbox/data/batching.py).
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
