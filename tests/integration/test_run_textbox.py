@@ -42,6 +42,20 @@ def test_run_directory_holds_every_output(trained_run: Path):
     assert "parameters" in log and "validation 3" in log
 
 
+def test_the_closing_log_shows_test_examples_beside_their_references(trained_run: Path):
+    from textbox.evaluator.examples import example_indices
+
+    log = (trained_run / "project.log").read_text()
+    closing = log[log.index("split  figure"):]  # after the figures' table
+    generations = (trained_run / "generation.txt").read_text().splitlines()
+    sources = (trained_run.parent.parent / "copy" / "test.src").read_text().splitlines()
+    assert "5 of 13 test examples" in closing
+    for index in example_indices(13, 5):  # the default: 5, spread over the split
+        assert f"[{index}] source:    {sources[index]}\n" in closing
+        assert f"output:    {generations[index]}\n" in closing
+    assert closing.index("output:") < closing.index("finished in")
+
+
 def test_checkpoint_best_loads_with_auto_classes(trained_run: Path):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -59,10 +73,12 @@ def test_testing_a_checkpoint_only(trained_run: Path):
     work = trained_run.parent.parent
     done = run_script([f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}",
                        "--dataset=copy", "--do_train=False", "--filename=test_only", "--tracker=none",
-                       "--src_len=24", "--tgt_len=16", "--eval_batch_size=16"], cwd=work)
+                       "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", "--show_examples=0"], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "saved" / "test_only" / "generation.txt").read_text() == \
         (trained_run / "generation.txt").read_text()
+    log = (work / "saved" / "test_only" / "project.log").read_text()
+    assert "split  figure" in log and "test examples" not in log  # --show_examples=0 shows none
 
 
 def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):

@@ -36,9 +36,9 @@ DATA_NAMING = ("dataset", "data_path", "data_format", "hub_name")
 RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test", "metrics", "eval_batch_size",
                      "eval_max_tokens", "num_workers", "gpu_id", "find_unused_parameters", "max_save",
                      "decode_compile", "decoding_backend", "decoding_precision", "input_file", "output_file",
-                     "cache_dir", "lower_evaluation", "bleu_max_ngrams", "bleu_tokenize", "rouge_max_ngrams",
-                     "rouge_use_stemmer", "distinct_max_ngrams", "novelty_max_ngrams", "bert_score_model_path",
-                     "bert_score_num_layers", "multiref_strategy")
+                     "show_examples", "cache_dir", "lower_evaluation", "bleu_max_ngrams", "bleu_tokenize",
+                     "rouge_max_ngrams", "rouge_use_stemmer", "distinct_max_ngrams", "novelty_max_ngrams",
+                     "bert_score_model_path", "bert_score_num_layers", "multiref_strategy")
 
 
 def holds_run(path: str | Path | None) -> bool:

@@ -233,6 +233,9 @@ _key("eval", "generation_kwargs", "dict", {},
      "Passed to model.generate, e.g. {'num_beams': 4}; max_new_tokens defaults to tgt_len, and a max_length "
      "(min_length) given replaces the checkpoint's max_new_tokens (min_new_tokens). As in transformers, a decoder-only "
      "model's max_length and min_length count its left-padded prompt.")
+_key("eval", "show_examples", "int", 5,
+     "Test examples logged at the end of the run, each output beside its reference and its shortened source "
+     "(spread evenly over the test split, so every run on it shows the same ones); 0 logs none.")
 # Speed: length-aware batching (textbox/data/batching.py).
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "

@@ -18,7 +18,7 @@ from textbox.utils.suggest import where as where_set
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
-_NON_NEGATIVE = ("warmup_steps", "num_workers")
+_NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples")
 
 
 def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[list[str], set[str]]:

@@ -75,8 +75,8 @@ def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -
         attach_log_file(run_dir)
     try:
         _open_run_directory(config, accelerator, run_dir, logger)
-        results = _fit_and_evaluate(config, accelerator, run_dir, logger, built, on_validation)
-        write_results(results, run_dir, started, accelerator, logger)
+        results, examples = _fit_and_evaluate(config, accelerator, run_dir, logger, built, on_validation)
+        write_results(results, run_dir, started, accelerator, logger, examples)
     except BaseException as error:
         shown = failed(error, run_dir, accelerator, logger)
         if shown is error:
@@ -88,8 +88,9 @@ def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -
 
 
 def _fit_and_evaluate(config: Config, accelerator: Any, run_dir: Path, logger: Any, built: Any,
-                      on_validation: OnValidation | None) -> dict[str, Any]:
-    """Train (when do_train), then test or generate, with one Evaluator for validation and test."""
+                      on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
+    """Train (when do_train), then test or generate, with one Evaluator for validation and test; the results and
+    the test examples to show."""
     from textbox.data.batch_layout import make_collator
     from textbox.evaluator.evaluator import Evaluator
     from textbox.pipeline.build import log_model_size
@@ -101,7 +102,8 @@ def _fit_and_evaluate(config: Config, accelerator: Any, run_dir: Path, logger: A
     trained = Trained(built.model)
     if config.do_train:
         trained = fit(config, accelerator, run_dir, logger, built, evaluator, collator, on_validation)
-    return {**trained.results, **evaluate(config, accelerator, run_dir, logger, built, evaluator, trained)}
+    evaluated = evaluate(config, accelerator, run_dir, logger, built, evaluator, trained)
+    return {**trained.results, **evaluated.results}, evaluated.examples
 
 
 def _open_run_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> None:

@@ -10,7 +10,10 @@ from typing import Any
 from textbox.utils.atomic import write_text_atomic
 
 
-def write_results(results: dict[str, Any], run_dir: Path, started: float, accelerator: Any, logger: Any) -> None:
+def write_results(results: dict[str, Any], run_dir: Path, started: float, accelerator: Any, logger: Any,
+                  examples: str = "") -> None:
+    """results.json, then the closing log: the figures' table, the test ``examples`` (textbox.evaluator.examples)
+    and where the outputs are."""
     from textbox.trainer.run_dir import clear_failed_mark
 
     results["run_dir"] = str(run_dir)
@@ -23,7 +26,7 @@ def write_results(results: dict[str, Any], run_dir: Path, started: float, accele
 
         text = json.dumps(finite_or_null(results), indent=2, allow_nan=False)
         write_text_atomic(run_dir / "results.json", text + "\n")
-        log_summary(logger, results)
+        log_summary(logger, results, examples)
 
 
 def failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) -> BaseException:
@@ -57,10 +60,12 @@ def failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) -
     return shown
 
 
-def log_summary(logger: Any, results: dict[str, Any]) -> None:
+def log_summary(logger: Any, results: dict[str, Any], examples: str = "") -> None:
     rows = [(split, name, value) for split in ("valid", "test") for name, value in results.get(split, {}).items()]
     if not rows:
         return
     lines = ["", f"{'split':<6} {'figure':<14} {'value':>10}"]
     lines += [f"{split:<6} {name:<14} {value:>10.4f}" for split, name, value in rows]
+    if examples:
+        lines += ["", examples, ""]
     logger.info("\n".join(lines) + f"\nfinished in {results['seconds']} s; outputs in {results['run_dir']}")

@@ -42,11 +42,21 @@ def fit(config: Config, accelerator: Any, run_dir: Path, logger: Any, built: Bui
     return Trained(trainer.model, results, validation.details if validation is not None else None)
 
 
+@dataclass
+class Evaluated:
+    """What evaluation hands to the closing report: its part of results.json, and the test examples to show
+    beside their references (empty on the other processes, with --show_examples=0, or when nothing was tested)."""
+
+    results: dict[str, Any]
+    examples: str = ""
+
+
 def evaluate(config: Config, accelerator: Any, run_dir: Path, logger: Any, built: Built, evaluator: Evaluator,
-             trained: Trained) -> dict[str, Any]:
+             trained: Trained) -> Evaluated:
     """--input_file generation, or the test pass (generation.txt, and generation_all.txt with several sequences
     per example); with checkpoint_best when training produced one."""
     results: dict[str, Any] = {}
+    examples = ""
     details = trained.details
     if config.input_file:
         from textbox.pipeline.inference import generate_for_inputs, read_and_encode
@@ -63,14 +73,17 @@ def evaluate(config: Config, accelerator: Any, run_dir: Path, logger: Any, built
         if report.details is not None:
             details = report.details
         if accelerator.is_main_process:
+            from textbox.evaluator.examples import format_examples
             from textbox.evaluator.generate import write_generations
 
             sequences = report.sequences or []
             if every := write_generations(run_dir / "generation.txt", sequences):
                 logger.info(f"all {len(sequences[0])} generations per test example in {every}")
+            if report.texts:
+                examples = format_examples(built.splits["test"], report.texts, config.show_examples)
     if details:
         results["metric_details"] = details
-    return results
+    return Evaluated(results, examples)
 
 
 def evaluation_model(model: Any, run_dir: Path, accelerator: Any, logger: Any) -> Any:
