@@ -228,6 +228,10 @@ _key("eval", "generation_kwargs", "dict", {},
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
      "are cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
+_key("train", "gradient_checkpointing", "bool", False,
+     "Recompute each layer's activations in the backward pass instead of keeping them (torch.utils.checkpoint, "
+     "non-reentrant): less memory, a slower step, the same loss and gradients. Every family has it (the RNNs "
+     "checkpoint each encoder layer and the decoder).")
 _key("train", "compile", "bool", False,
      "torch.compile the training forward (dynamic shapes: one compilation for all batch lengths); the compile "
      "time is logged and written to results.json apart (compile_seconds).")

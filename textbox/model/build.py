@@ -3,7 +3,8 @@
 Order: transformers learns the RNN checkpoint type first (an explicit, idempotent registration, so that whichever
 builder meets an RNN checkpoint reads its config, whatever was imported before); the family's builder loads or
 creates the model and tokenizer; a loaded efficient checkpoint is recorded (saving must write only what it
-trains); a requested efficient method is applied last. Nothing here decides numerics: the builders do.
+trains); a requested efficient method is applied, then gradient checkpointing switched on. Nothing here decides
+numerics: the builders do.
 """
 from __future__ import annotations
 
@@ -33,4 +34,11 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
         from textbox.utils.logging import get_logger
 
         built = apply_efficient_methods(config, built, logger or get_logger())
+    if config.gradient_checkpointing:
+        from textbox.model.memory import enable_gradient_checkpointing
+        from textbox.utils.logging import get_logger
+
+        enable_gradient_checkpointing(built.model)
+        (logger or get_logger()).info("gradient checkpointing: every layer's activations are recomputed in the "
+                                      "backward pass (non-reentrant)")
     return built

@@ -36,7 +36,7 @@ ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started fro
 LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
-              "pretrain_task", "label_smoothing")
+              "pretrain_task", "label_smoothing", "gradient_checkpointing")
 PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
@@ -87,7 +87,7 @@ _NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model
 _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
-    "pretrain_task": HONOURED, "label_smoothing": HONOURED,
+    "pretrain_task": HONOURED, "label_smoothing": HONOURED, "gradient_checkpointing": HONOURED,
 }
 _RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS}
 
@@ -119,6 +119,8 @@ NOTES = {
     (TRANSFORMER, NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
     (RNN, NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
     (RNN, CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
+    (RNN, NEW, "gradient_checkpointing"): "each encoder layer and the decoder",
+    (RNN, CHECKPOINT, "gradient_checkpointing"): "each encoder layer and the decoder",
     (ENCODER_DECODER, ENCODERS, "from_scratch"): "both halves' architectures, new weights",
     (ENCODER_DECODER, ENCODERS, "config_kwargs"): "applied to both halves",
     (ENCODER_DECODER, CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",

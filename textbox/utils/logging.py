@@ -22,7 +22,7 @@ LOGGER_NAME = "textbox"
 LOG_FILE = "project.log"
 # Loggers of the libraries we drive: their warnings (load reports, deprecations, notices) are kept for the log file.
 LIBRARY_LOGGERS = ("py.warnings", "transformers", "peft", "accelerate", "datasets", "torch", "huggingface_hub",
-                   "tokenizers", "hyperopt")
+                   "tokenizers", "hyperopt", "bitsandbytes")
 _FORMAT = "%(asctime)s %(levelname)s %(message)s"
 _BUFFER_CAPACITY = 100_000
 _console_silenced = False
