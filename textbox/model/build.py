@@ -3,8 +3,8 @@
 Order: transformers learns the RNN checkpoint type first (an explicit, idempotent registration, so that whichever
 builder meets an RNN checkpoint reads its config, whatever was imported before); the family's builder loads or
 creates the model and tokenizer; a loaded efficient checkpoint is recorded (saving must write only what it
-trains); a requested efficient method is applied, then gradient checkpointing switched on. Nothing here decides
-numerics: the builders do.
+trains); a requested efficient method is applied; the record notes how the base was quantised (saved beside the
+adapter); gradient checkpointing is switched on last. Nothing here decides numerics: the builders do.
 """
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ from typing import Any
 
 from textbox.model.efficient_checkpoint import checkpoint_record
 from textbox.model.positions import check_position_limits
+from textbox.model.quantization import is_quantized, of_config
 from textbox.model.record import BuiltModel, TrainingTexts
 from textbox.model.registry import get_builder
+from textbox.utils.logging import get_logger
 
 
 def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = None) -> BuiltModel:
     """The model and tokenizer of ``config.model`` with what is known about them (see the module docstring).
     ``train_split`` (None when only testing) trains the tokenizer of models that train their own; ``logger``
-    (textbox's by default) hears about the efficient method applied."""
+    (textbox's by default) hears about the efficient method applied, the quantisation and checkpointing."""
     from textbox.model.rnn_model import register_auto_classes
 
+    log = logger or get_logger()
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
     check_position_limits(config, built.model)
@@ -31,14 +34,16 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     if config.efficient_methods:
         from textbox.model.efficient import apply_efficient_methods
 
-        from textbox.utils.logging import get_logger
-
-        built = apply_efficient_methods(config, built, logger or get_logger())
+        built = apply_efficient_methods(config, built, log)
+    used = of_config(config) if is_quantized(built.model) else None  # the keys, or the loaded checkpoint's record
+    if used is not None:
+        log.info(f"quantised base weights: {used.describe()}; frozen")
+    if built.efficient is not None:  # saved beside the adapter, so that checkpoint_best reloads alike
+        built = dataclasses.replace(built, efficient=dataclasses.replace(built.efficient, quantization=used))
     if config.gradient_checkpointing:
         from textbox.model.memory import enable_gradient_checkpointing
-        from textbox.utils.logging import get_logger
 
         enable_gradient_checkpointing(built.model)
-        (logger or get_logger()).info("gradient checkpointing: every layer's activations are recomputed in the "
-                                      "backward pass (non-reentrant)")
+        log.info("gradient checkpointing: every layer's activations are recomputed in the backward pass "
+                 "(non-reentrant)")
     return built
