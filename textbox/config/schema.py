@@ -153,6 +153,11 @@ _key("model", "efficient_kwargs", "dict", {},
      "lora_alpha=32, lora_dropout=0.1).")
 _key("model", "efficient_unfreeze_model", "bool", False,
      "With efficient_methods: train the whole model too, not only the added or selected parameters.")
+_key("model", "attn_implementation", "str", "auto",
+     "Attention of transformers models: eager (matrix products and a softmax) or sdpa (torch's "
+     "scaled_dot_product_attention); auto = eager with --mixed_precision=bf16 on a CPU, where torch's SDPA kernels "
+     "run bf16 attention 2-5x slower than eager (docs/speedups.md), else transformers' default (sdpa).",
+     ("auto", "eager", "sdpa"))
 # Quantised base weights (textbox/model/quantization.py).
 _key("model", "quantization", "str", "none",
      "Load the pretrained --model_path with its linear layers quantised by bitsandbytes (int8: LLM.int8; nf4/fp4: "

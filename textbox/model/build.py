@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from textbox.model.attention import chosen, set_attention
 from textbox.model.efficient_checkpoint import checkpoint_record
 from textbox.model.positions import check_position_limits
 from textbox.model.quantization import is_quantized, of_config
@@ -29,6 +30,9 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
     check_position_limits(config, built.model)
+    attention = chosen(config)
+    if attention is not None and set_attention(built.model, attention):
+        log.info(f"attention: {attention}" + (" (auto: bf16 on a CPU)" if config.attn_implementation == "auto" else ""))
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
     if config.efficient_methods:

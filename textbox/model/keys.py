@@ -36,7 +36,7 @@ ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started fro
 LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
-              "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization")
+              "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization", "attn_implementation")
 PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
@@ -85,6 +85,9 @@ _NEW_WEIGHTS = Refusal("quantises the weights of a pretrained checkpoint, and a 
                        "ones: give --model_path=<its checkpoint> or drop --quantization")
 _RNN_QUANTIZATION = Refusal("quantises the linear layers of transformers models (bitsandbytes through "
                             "transformers' loader); an RNN's recurrent weights are not: drop --quantization")
+_RNN_ATTENTION = Refusal("chooses between transformers' attention implementations; an RNN computes its own "
+                         "attention (--config_kwargs={{'attention': 'luong'|'bahdanau'|'none'}}): drop "
+                         "--attn_implementation")
 _PAIR_QUANTIZATION = Refusal("is not provided for EncoderDecoderModel pairs (their halves load through "
                              "EncoderDecoderModel, which does not quantise here): drop --quantization")
 _NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model={model} is decoder-only: "
@@ -94,9 +97,10 @@ _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
     "pretrain_task": HONOURED, "label_smoothing": HONOURED, "gradient_checkpointing": HONOURED,
-    "quantization": HONOURED,
+    "quantization": HONOURED, "attn_implementation": HONOURED,
 }
-_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "quantization": _RNN_QUANTIZATION}
+_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "quantization": _RNN_QUANTIZATION,
+        "attn_implementation": _RNN_ATTENTION}
 
 SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     TRANSFORMER: {
