@@ -170,10 +170,16 @@ def _deepspeed_problems(values: Mapping[str, Any], sources: Mapping[str, str], w
     return problems
 
 
+def run_mixed_precision(values: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    """The run's mixed precision: --mixed_precision, or the launcher's when the config leaves it at no (a
+    disagreement between the two is refused when the Accelerator is built)."""
+    launcher = environ.get("ACCELERATE_MIXED_PRECISION", "no")
+    return values["mixed_precision"] if values["mixed_precision"] != "no" or launcher == "no" else launcher
+
+
 def _precision_problems(values: Mapping[str, Any], where: Where, environ: Mapping[str, str],
                         settings: Mapping[str, Any], source: str) -> list[str]:
-    launcher = environ.get("ACCELERATE_MIXED_PRECISION", "no")
-    ours = values["mixed_precision"] if values["mixed_precision"] != "no" or launcher == "no" else launcher
+    ours = run_mixed_precision(values, environ)
     for kind in ("fp16", "bf16"):
         enabled = settings.get(kind, {}).get("enabled") if isinstance(settings.get(kind), dict) else None
         if enabled is True and ours != kind:

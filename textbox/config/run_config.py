@@ -18,7 +18,8 @@ _CHECKPOINT_NAME = re.compile(r"checkpoint_best|checkpoint_last|checkpoint-\d+")
 # Keys that say how a model is built from its checkpoint or config: a checkpoint a run wrote already holds their
 # effect (weights, config, tokenizer, merged or separate adapter), so testing it takes none of them again.
 MODEL_BUILDING = ("config_kwargs", "tokenizer_kwargs", "from_scratch", "decoder_model_path", "efficient_methods",
-                  "efficient_kwargs", "efficient_unfreeze_model", "tokenizer_add_tokens")
+                  "efficient_kwargs", "efficient_unfreeze_model", "tokenizer_add_tokens", "quantization",
+                  "double_quantization", "quantization_compute_dtype")
 # Keys that name a run rather than describe it: never taken from another run's config.yaml.
 RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
 # Testing or generating from <run>/checkpoint_*: what the model reads and writes follows the run that trained it

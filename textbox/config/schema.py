@@ -162,6 +162,22 @@ _key("model", "efficient_kwargs", "dict", {},
      "lora_alpha=32, lora_dropout=0.1).")
 _key("model", "efficient_unfreeze_model", "bool", False,
      "With efficient_methods: train the whole model too, not only the added or selected parameters.")
+_key("model", "attn_implementation", "str", "auto",
+     "Attention of transformers models: eager (matrix products and a softmax) or sdpa (torch's "
+     "scaled_dot_product_attention); auto = eager with --mixed_precision=bf16 on a CPU, where torch's SDPA kernels "
+     "run bf16 attention 2-5x slower than eager (docs/speedups.md), else transformers' default (sdpa).",
+     ("auto", "eager", "sdpa"))
+# Quantised base weights (textbox/model/quantization.py).
+_key("model", "quantization", "str", "none",
+     "Load the pretrained --model_path with its linear layers quantised by bitsandbytes (int8: LLM.int8; nf4/fp4: "
+     "4-bit) and frozen, to train an efficient method on top (QLoRA: nf4 + lora); needs bitsandbytes (the "
+     "[quantization] extra). checkpoint_best keeps the adapter and how to quantise its base again (used when it is "
+     "reloaded, unless --quantization is given).", ("none", "int8", "nf4", "fp4"))
+_key("model", "double_quantization", "bool", False,
+     "nf4/fp4: quantise the quantisation constants too (QLoRA's double quantisation: ~0.4 bit less per weight).")
+_key("model", "quantization_compute_dtype", "str", "auto",
+     "nf4/fp4: the dtype the dequantised weights are multiplied in; auto = bfloat16 with --mixed_precision=bf16, "
+     "else float32.", ("auto", "float32", "bfloat16", "float16"))
 # Pre-training (textbox/data/denoising.py).
 _key("model", "pretrain_task", "str|None", None,
      "denoising: BART-style pre-training on train.src alone (valid.src validates it by loss); the result "
@@ -240,6 +256,10 @@ _key("eval", "show_examples", "int", 5,
 _key("train", "max_tokens", "int|None", None,
      "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches "
      "are cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
+_key("train", "gradient_checkpointing", "bool", False,
+     "Recompute each layer's activations in the backward pass instead of keeping them (torch.utils.checkpoint, "
+     "non-reentrant): less memory, a slower step, the same loss and gradients. Every family has it (the RNNs "
+     "checkpoint each encoder layer and the decoder).")
 _key("train", "compile", "bool", False,
      "torch.compile the training forward (dynamic shapes: one compilation for all batch lengths); the compile "
      "time is logged and written to results.json apart (compile_seconds).")

@@ -6,7 +6,8 @@ reads first is written, to a temporary directory. The result is cached under ``<
 key a hash of everything the converted model depends on: the weights, the model config, the vocabulary, which
 tokens are special (the converter writes the tokenizer's bos/eos/unk tokens into the converted config, and
 Pegasus and Marian models start decoding from its pad or eos token), the precision and CTranslate2's version. So
-the same weights convert once whatever path they came from. LoRA/IA3 adapters are merged into a copy first.
+the same weights convert once whatever path they came from. LoRA/IA3 adapters are merged into a copy first; a base
+with bitsandbytes weights (--quantization) is dequantised first, then merged in float.
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
 its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
@@ -50,10 +51,40 @@ class CannotConvert(Exception):
 
 
 def plain_model(model: Any) -> Any:
-    """The transformers model to convert: a LoRA/IA3 PeftModel merged into a copy, anything else itself."""
+    """The transformers model to convert: a LoRA/IA3 PeftModel merged into a copy, a model with bitsandbytes
+    weights dequantised (``dequantized_model``), anything else itself."""
+    if quantization_method(model) is not None:
+        return dequantized_model(model)
     if getattr(model, "active_peft_config", None) is None:
         return model
     return copy.deepcopy(model).merge_and_unload()
+
+
+def quantization_method(model: Any) -> str | None:
+    """int8 / nf4 / fp4 when ``model`` (or a PeftModel's base) holds bitsandbytes weights, else None."""
+    inner = model.get_base_model() if getattr(model, "active_peft_config", None) is not None else model
+    if not getattr(inner, "is_quantized", False):
+        return None
+    settings = getattr(inner.config, "quantization_config", None)
+    settings = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
+    return "int8" if settings.get("load_in_8bit") else str(settings.get("bnb_4bit_quant_type", "4-bit"))
+
+
+def dequantized_model(model: Any) -> Any:
+    """A float copy of a model with bitsandbytes weights: every quantised layer dequantised (transformers'
+    ``dequantize``), then a LoRA/IA3 adapter merged in float (merging into the quantised layers would round the
+    sum to 4 or 8 bits again). The model itself is left as it is."""
+    work = copy.deepcopy(model)
+    if getattr(work, "active_peft_config", None) is None:
+        return work.dequantize()
+    from peft import get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+
+    adapter = get_peft_model_state_dict(work)
+    settings = copy.deepcopy(work.active_peft_config)
+    base = work.unload().dequantize()  # the adapter's layers taken out, the base in float
+    merged = get_peft_model(base, settings)
+    set_peft_model_state_dict(merged, adapter)
+    return merged.merge_and_unload()
 
 
 def content_key(model: Any, tokenizer: Any, quantization: str) -> str:

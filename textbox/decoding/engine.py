@@ -3,8 +3,8 @@
 ``--decoding_backend=auto`` (the default) picks CTranslate2 for BART/mBART, T5/mT5, Marian, Pegasus, M2M100
 (its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
 models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for on the model's
-kind, models its converter fails on, weights split by FSDP or DeepSpeed ZeRO-3); one log line says which engine
-decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what would not run on
+kind, models its converter fails on, weights split by FSDP or DeepSpeed ZeRO-3, bitsandbytes-quantised weights,
+which an explicit ``ctranslate2`` converts dequantised); one log line says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what would not run on
 CTranslate2 (``problems``, called by textbox.checks); ``transformers`` never converts.
 
 The run's options (``DecodingOptions.from_values(config)``) are built by the Evaluator and passed to
@@ -158,6 +158,8 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
                               f"converts a whole model")
     else:
         kind, obstacle = convertible(model, settings)
+    if obstacle is None and options.backend == "auto":
+        obstacle = _quantized_obstacle(model)
     if obstacle is None:
         return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
                                                f"{_model_type(model)} converts ({kind}){_note(model, settings)}", kind))
@@ -167,6 +169,19 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     unused = f" (--decoding_precision={options.precision} applies to CTranslate2 only)" \
         if options.precision != "auto" else ""
     return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
+
+
+def _quantized_obstacle(model: Any) -> str | None:
+    """Why auto leaves a model with quantised (bitsandbytes) base weights to transformers: CTranslate2 would run
+    them dequantised, with outputs that can differ from generate's on the quantised layers."""
+    from textbox.decoding.ctranslate2_cache import quantization_method
+
+    method = quantization_method(model)
+    if method is None:
+        return None
+    return (f"the base weights are quantised ({method}, bitsandbytes), which CTranslate2 would run dequantised, so "
+            f"that its outputs could differ from generate's on the quantised layers; --decoding_backend=ctranslate2 "
+            f"converts the dequantised, merged model (faster; outputs may differ)")
 
 
 def not_converted(why: str, options: DecodingOptions) -> EngineChoice:

@@ -26,6 +26,7 @@ from typing import Any
 from transformers import AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
+from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.record import BuiltModel, TrainingTexts
@@ -43,7 +44,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
                                f"decoder-only LM; load it with --model={model_config.model_type} "
                                f"(or --model=seq2seq)")
     _check_positions(config, model_config)
-    model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch)
+    model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch, quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, path)
     embeddings = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > embeddings:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textbox.config import Config, languages
 from textbox.config.families import FAMILIES, REFUSED_MODELS
-from textbox.model import keys
+from textbox.model import keys, quantization
 from textbox.model.efficient import method_problems
 from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 from textbox.model.files import damaged_files
@@ -19,7 +19,7 @@ from textbox.utils.suggest import suggest
 def problems(config: Config) -> list[str]:
     """Every problem of ``config``'s model keys (empty when the model can be built as asked)."""
     return [*_model_problems(config), *_efficient_problems(config), *_pretraining_problems(config),
-            *languages.problems(config, config.where)]
+            *languages.problems(config, config.where), *_quantization_problems(config)]
 
 
 def _model_problems(config: Config) -> list[str]:
@@ -87,3 +87,10 @@ def _pretraining_problems(config: Config) -> list[str]:
         return []
     return [f"{config.where('pretrain_task')}: denoising replaces spans with a mask token and model {name!r}'s "
             f"tokenizer has none; use e.g. transformer, rnn/gru/lstm or a BART checkpoint"]
+
+
+def _quantization_problems(config: Config) -> list[str]:
+    """--quantization and its settings (textbox/model/quantization.py; the families it cannot apply to are
+    refused by textbox/model/keys.py)."""
+    return quantization.problems(dict(config.items()), lambda key: config.source_of(key) != "default", config.where,
+                                 is_efficient_checkpoint(config["model_path"]))

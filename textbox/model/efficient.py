@@ -77,8 +77,10 @@ def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> Buil
             parameter.requires_grad_(True)
     logger.info(f"efficient tuning: {method}{' with the whole model unfrozen' if unfreeze else ''}; "
                 f"{trainable_summary(model)}")
-    return dataclasses.replace(built, model=model,
-                               efficient=EfficientRecord(method, unfreeze, _base_path(config.model_path)))
+    from textbox.model.quantization import of_config
+
+    record = EfficientRecord(method, unfreeze, _base_path(config.model_path), of_config(config))
+    return dataclasses.replace(built, model=model, efficient=record)
 
 
 def trainable_summary(model: Any) -> str:

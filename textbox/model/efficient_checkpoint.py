@@ -30,8 +30,14 @@ _MERGEABLE = ("lora", "ia3")
 # --- saving ---------------------------------------------------------------------------------------
 def save_model_files(model: Any, directory: Path, efficient: EfficientRecord | None) -> None:
     """What checkpoint_best holds: the whole model (save_pretrained), or only what the efficient method the model
-    carries (``efficient``, from its BuiltModel record) trained."""
+    carries (``efficient``, from its BuiltModel record) trained, with how its base was quantised (if it was)."""
     directory = Path(directory)
+    _save_trained_files(model, directory, efficient)
+    if efficient is not None and efficient.quantization is not None:
+        efficient.quantization.save(directory)  # how to quantise the base again (textbox.model.quantization)
+
+
+def _save_trained_files(model: Any, directory: Path, efficient: EfficientRecord | None) -> None:
     if efficient is None:
         model.save_pretrained(directory)
     elif efficient.method == "bitfit":
@@ -114,7 +120,10 @@ def checkpoint_record(path: str | Path | None) -> EfficientRecord | None:
     if (directory / ADAPTER_CONFIG).is_file():
         peft_type = json.loads((directory / ADAPTER_CONFIG).read_text(encoding="utf-8")).get("peft_type")
         method = PEFT_TYPES.get(str(peft_type), "adapter")
-    return EfficientRecord(method, (directory / BASE_SUBDIR).is_dir(), base_model_path(directory))
+    from textbox.model.quantization import recorded
+
+    return EfficientRecord(method, (directory / BASE_SUBDIR).is_dir(), base_model_path(directory),
+                           recorded(directory))
 
 
 # --- attaching ------------------------------------------------------------------------------------

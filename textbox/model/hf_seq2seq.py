@@ -6,6 +6,7 @@ from typing import Any
 from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 
 from textbox.config import Config, TextBoxUserError
+from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.record import BuiltModel, TrainingTexts
@@ -22,7 +23,8 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
         raise TextBoxUserError(f"--model_path={config.model_path} holds a {model_config.model_type!r} model, not "
                                f"an encoder-decoder; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, llama), "
                                f"and --model=bert2bert warm-starts an encoder-decoder from an encoder")
-    model = load_model(AutoModelForSeq2SeqLM, config.model_path, model_config, config.from_scratch)
+    model = load_model(AutoModelForSeq2SeqLM, config.model_path, model_config, config.from_scratch,
+                       quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, config.model_path)
     set_generation_length(model, config.tgt_len)
     return BuiltModel(model, tokenizer)

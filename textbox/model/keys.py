@@ -36,7 +36,7 @@ ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started fro
 LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
-              "pretrain_task", "label_smoothing")
+              "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization", "attn_implementation")
 PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
@@ -81,19 +81,30 @@ _NEW_CROSS_ATTENTION = Refusal("would leave the new, random cross-attention of a
                                "and tune its checkpoint_best",
                                unless=lambda values: values["efficient_unfreeze_model"],
                                unless_text="efficient_unfreeze_model=True")
+_NEW_WEIGHTS = Refusal("quantises the weights of a pretrained checkpoint, and a new --model={model} has random "
+                       "ones: give --model_path=<its checkpoint> or drop --quantization")
+_RNN_QUANTIZATION = Refusal("quantises the linear layers of transformers models (bitsandbytes through "
+                            "transformers' loader); an RNN's recurrent weights are not: drop --quantization")
+_RNN_ATTENTION = Refusal("chooses between transformers' attention implementations; an RNN computes its own "
+                         "attention (--config_kwargs={{'attention': 'luong'|'bahdanau'|'none'}}): drop "
+                         "--attn_implementation")
+_PAIR_QUANTIZATION = Refusal("is not provided for EncoderDecoderModel pairs (their halves load through "
+                             "EncoderDecoderModel, which does not quantise here): drop --quantization")
 _NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model={model} is decoder-only: "
                         "drop --pretrain_task or choose an encoder-decoder model")
 
 _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
-    "pretrain_task": HONOURED, "label_smoothing": HONOURED,
+    "pretrain_task": HONOURED, "label_smoothing": HONOURED, "gradient_checkpointing": HONOURED,
+    "quantization": HONOURED, "attn_implementation": HONOURED,
 }
-_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS}
+_RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "quantization": _RNN_QUANTIZATION,
+        "attn_implementation": _RNN_ATTENTION}
 
 SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     TRANSFORMER: {
-        NEW: _FROM_NOTHING,
+        NEW: {**_FROM_NOTHING, "quantization": _NEW_WEIGHTS},
         CHECKPOINT: {**_FROM_NOTHING, "tokenizer_kwargs": _RELOADED_TOKENIZER},
     },
     RNN: {
@@ -104,8 +115,8 @@ SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     CAUSAL_LM: {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING}},
     ENCODER_DECODER: {
         ENCODERS: {**_FROM_NOTHING, "decoder_model_path": HONOURED, LORA_IA3: _NEW_CROSS_ATTENTION,
-                   PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION},
-        CHECKPOINT: {**_FROM_NOTHING, "decoder_model_path": Refusal(
+                   PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION, "quantization": _PAIR_QUANTIZATION},
+        CHECKPOINT: {**_FROM_NOTHING, "quantization": _PAIR_QUANTIZATION, "decoder_model_path": Refusal(
             "is the decoder to warm-start from, but --model_path={path} is a saved encoder-decoder that holds its "
             "decoder already: drop --decoder_model_path (or give encoder checkpoints to warm-start a new pair)")},
     },
@@ -119,6 +130,11 @@ NOTES = {
     (TRANSFORMER, NEW, "tokenizer_kwargs"): "vocab_size and min_frequency of the trained BPE; others refused",
     (RNN, NEW, "config_kwargs"): f"{', '.join(RNN_SETTINGS)}; others refused",
     (RNN, CHECKPOINT, "config_kwargs"): "the settings you set apply over the checkpoint's config",
+    (TRANSFORMER, CHECKPOINT, "quantization"): "with an efficient method on top (textbox/model/quantization.py)",
+    (SEQ2SEQ, CHECKPOINT, "quantization"): "with an efficient method on top",
+    (CAUSAL_LM, CHECKPOINT, "quantization"): "with an efficient method on top",
+    (RNN, NEW, "gradient_checkpointing"): "each encoder layer and the decoder",
+    (RNN, CHECKPOINT, "gradient_checkpointing"): "each encoder layer and the decoder",
     (ENCODER_DECODER, ENCODERS, "from_scratch"): "both halves' architectures, new weights",
     (ENCODER_DECODER, ENCODERS, "config_kwargs"): "applied to both halves",
     (ENCODER_DECODER, CHECKPOINT, "config_kwargs"): "applied to both halves of the saved pair",

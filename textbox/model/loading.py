@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import torch
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
@@ -15,6 +15,9 @@ from textbox.config.errors import TextBoxUserError
 from textbox.model.efficient_checkpoint import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
                                                 inner_model, is_efficient_checkpoint)
 from textbox.utils.paths import missing_local_path
+
+if TYPE_CHECKING:
+    from textbox.model.quantization import Quantization
 
 Loaded = TypeVar("Loaded")
 
@@ -34,7 +37,12 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
         if needs_config and local.is_dir() and not (local / "config.json").is_file():
             raise TextBoxUserError(f"{named} has no config.json: give a directory written by "
                                    f"save_pretrained, e.g. a run's saved/<run>/checkpoint_best")
-        return load(model_path, **kwargs)
+        loaded = load(model_path, **kwargs)
+        if kwargs.get("quantization_config") is not None:
+            from textbox.model.quantization import prepare_for_training
+
+            loaded = prepare_for_training(loaded)  # every base weight frozen: a method trains on top
+        return loaded
     except TextBoxUserError:
         raise
     except (OSError, ValueError, RuntimeError, _safetensor_error()) as error:
@@ -78,6 +86,10 @@ def _load_efficient(load: Callable[..., Any], path: str | Path, **kwargs: Any) -
         if (directory / "tokenizer_config.json").is_file():  # saved beside the adapter
             return load(str(directory), **kwargs)
         return from_pretrained(load, base_model_path(directory), **kwargs)
+    if _loads_model(load) and "quantization_config" not in kwargs:  # a builder always says; others reload as saved
+        from textbox.model.quantization import load_settings, recorded
+
+        kwargs = {**kwargs, **load_settings(recorded(directory))}
     loaded = from_pretrained(load, base_model_path(directory), **kwargs)
     if not isinstance(loaded, torch.nn.Module):
         return loaded
@@ -109,6 +121,11 @@ def _transformers_version() -> str:
     import transformers
 
     return transformers.__version__
+
+
+def _loads_model(load: Callable[..., Any]) -> bool:
+    owner = getattr(load, "__self__", None)
+    return isinstance(owner, type) and (issubclass(owner, PreTrainedModel) or owner.__name__.startswith("AutoModel"))
 
 
 def _loads_tokenizer(load: Callable[..., Any]) -> bool:
@@ -166,11 +183,16 @@ def load_config(model_path: str, overrides: Mapping[str, Any],
     return config
 
 
-def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig, from_scratch: bool) -> Any:
-    """The checkpoint's weights, or (``--from_scratch=True``) its architecture freshly initialised."""
+def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig, from_scratch: bool,
+               quantization: Quantization | None = None) -> Any:
+    """The checkpoint's weights, or (``--from_scratch=True``) its architecture freshly initialised;
+    ``quantization`` (textbox.model.quantization.of_config) loads them quantised and frozen."""
     if from_scratch:  # an Auto class builds from a config with from_config, a model class by its constructor
         return getattr(auto_class, "from_config", auto_class)(model_config)
-    return from_pretrained(auto_class.from_pretrained, model_path, config=model_config)
+    from textbox.model.quantization import load_settings
+
+    settings = {"quantization_config": None, **load_settings(quantization)}  # None: not the checkpoint's record
+    return from_pretrained(auto_class.from_pretrained, model_path, config=model_config, **settings)
 
 
 # Keyword arguments of from_pretrained itself (where and how to load), not settings of the tokenizer.

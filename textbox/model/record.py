@@ -28,6 +28,7 @@ class EfficientRecord:
     method: str  # lora, prefix-tuning, prompt-tuning, p-tuning, ia3, bitfit ("adapter": a peft type we do not name)
     unfreeze: bool  # the whole model trains too, so the whole model is saved
     base_model_path: str | None  # where the base loads from again (absolute when local)
+    quantization: Any = None  # textbox.model.quantization.Quantization of the base, kept beside the adapter
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ class RNNEncoder(nn.Module):
     """
 
     main_input_name = "input_ids"
+    gradient_checkpointing = False  # set (with _gradient_checkpointing_func) by activation_checkpointing_enable
 
     def __init__(self, config: RNNSeq2SeqConfig):
         super().__init__()
@@ -100,27 +101,21 @@ class RNNEncoder(nn.Module):
     def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
                 return_dict: bool | None = None, **kwargs: Any) -> RNNEncoderOutput:
         lengths = _source_lengths(attention_mask, input_ids)
-        batch, steps = input_ids.shape
+        steps = input_ids.shape[1]
         positions = torch.arange(steps, device=input_ids.device)
         valid = positions[None, :] < lengths[:, None]
         # position p of a text reversed within its length; padding positions read position 0 (never used)
         reverse = (lengths[:, None] - 1 - positions[None, :]).clamp(min=0)[:, :, None]
-        rows = torch.arange(batch, device=input_ids.device)
-        directions = 2 if self.config.bidirectional else 1
         states = self.dropout(self.embed_tokens(input_ids))
         finals = []
         for layer in range(self.config.num_layers):
             if layer > 0:
                 states = self.dropout(states)  # between layers, as a multi-layer torch RNN does
-            ahead, _ = self.layers[layer * directions](states)
-            outputs, last = [ahead], [ahead[rows, lengths - 1]]
-            if directions == 2:
-                backward, _ = self.layers[layer * directions + 1](
-                    states.gather(1, reverse.expand(-1, -1, states.shape[-1])))
-                last.append(backward[rows, lengths - 1])  # having read the text back to its first token
-                outputs.append(backward.gather(1, reverse.expand(-1, -1, backward.shape[-1])))
-            states = torch.cat(outputs, dim=-1)
-            finals.append(torch.cat(last, dim=-1))
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
+                states, last = self._gradient_checkpointing_func(self._layer, layer, states, lengths, reverse)
+            else:
+                states, last = self._layer(layer, states, lengths, reverse)
+            finals.append(last)
         memory = self.memory(states * valid[:, :, None].to(states.dtype))
         joined = torch.stack(finals, dim=1)  # [B, layers, directions x H]
         init = torch.tanh(self.bridge(joined))
@@ -129,9 +124,25 @@ class RNNEncoder(nn.Module):
         keys = self.attention_key(memory) if self.attention_key is not None else None
         return RNNEncoderOutput(last_hidden_state=memory, attention_keys=keys, decoder_init=init)
 
+    def _layer(self, layer: int, states: torch.Tensor, lengths: torch.Tensor,
+               reverse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One layer, both directions: (its outputs [B, S, directions x H], its final states [B, directions x H])."""
+        directions = 2 if self.config.bidirectional else 1
+        rows = torch.arange(states.shape[0], device=states.device)
+        ahead, _ = self.layers[layer * directions](states)
+        outputs, last = [ahead], [ahead[rows, lengths - 1]]
+        if directions == 2:
+            backward, _ = self.layers[layer * directions + 1](
+                states.gather(1, reverse.expand(-1, -1, states.shape[-1])))
+            last.append(backward[rows, lengths - 1])  # having read the text back to its first token
+            outputs.append(backward.gather(1, reverse.expand(-1, -1, backward.shape[-1])))
+        return torch.cat(outputs, dim=-1), torch.cat(last, dim=-1)
+
 
 class RNNDecoder(nn.Module):
     """The recurrent decoder with attention; it takes embedded tokens (the embeddings live in the encoder)."""
+
+    gradient_checkpointing = False  # set (with _gradient_checkpointing_func) by activation_checkpointing_enable
 
     def __init__(self, config: RNNSeq2SeqConfig):
         super().__init__()
@@ -148,6 +159,12 @@ class RNNDecoder(nn.Module):
     def forward(self, embedded: torch.Tensor, state: torch.Tensor, encoder: RNNEncoderOutput,
                 source_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """``embedded`` [B, T, E], ``state`` batch-first [B, L(x2), H] -> (attentional outputs [B, T, H], new state)."""
+        if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
+            return self._gradient_checkpointing_func(self._decode, embedded, state, encoder, source_mask)
+        return self._decode(embedded, state, encoder, source_mask)
+
+    def _decode(self, embedded: torch.Tensor, state: torch.Tensor, encoder: RNNEncoderOutput,
+                source_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         hidden = self._to_rnn_state(state)
         embedded = self.dropout(embedded)
         mask = source_mask.bool() if source_mask is not None else None

@@ -36,7 +36,7 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
     config_class = RNNSeq2SeqConfig
     base_model_prefix = "rnn"
     main_input_name = "input_ids"
-    supports_gradient_checkpointing = False
+    supports_gradient_checkpointing = True  # each encoder layer and the decoder (textbox.model.rnn_layers)
     _no_split_modules: list[str] = []
 
     def __init__(self, config: RNNSeq2SeqConfig):

@@ -11,6 +11,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartF
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import RNN_MODEL_TYPE
+from textbox.model import quantization
 from textbox.model.keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
                                    reject_unknown_config_kwargs, set_generation_length)
@@ -55,7 +56,8 @@ def _reload(config: Config) -> Any:
         raise TextBoxUserError(f"--model_path={model_path} is not an encoder-decoder checkpoint, which --model="
                                f"transformer reloads; a decoder-only LM loads with --model=causal_lm (or gpt2, opt, "
                                f"llama), an encoder with --model=bert2bert, an RNN with --model=rnn/gru/lstm")
-    return load_model(AutoModelForSeq2SeqLM, model_path, model_config, config.from_scratch)
+    return load_model(AutoModelForSeq2SeqLM, model_path, model_config, config.from_scratch,
+                      quantization.of_config(config))
 
 
 def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> Any:

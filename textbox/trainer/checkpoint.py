@@ -102,21 +102,46 @@ def check_resume_files(accelerator: Accelerator, path: Path) -> None:
                 raise _damaged(file, f"damaged ({type(error).__name__}: {error})") from error
 
 
-def load_resume_state(accelerator: Accelerator, path: Path) -> TrainState:
+def load_resume_state(accelerator: Accelerator, path: Path, model: Any = None) -> TrainState:
     """accelerate's load_state, then train_state.json. A missing or unreadable file is a TextBoxUserError naming
     it: accelerate raises a bare library error, or, for the random-state files, carries on silently without them
-    (the resumed run would then differ from an uninterrupted one), so those are read first. Only memory changes."""
+    (the resumed run would then differ from an uninterrupted one), so those are read first. Only memory changes.
+    ``model`` (the prepared model) tells whether its base is quantised (see ``_model_loading``)."""
     path = Path(path)
     check_resume_files(accelerator, path)  # every process checks every file, so that all stop together
     state = _read(path / TRAIN_STATE_FILE, TrainState.from_file)
     try:
-        accelerator.load_state(str(path))
+        accelerator.load_state(str(path), **_model_loading(accelerator, path, model))
     except Exception as error:
         for file in sorted(path.iterdir()):  # which file? each is read again on its own (the rare failure path)
             if file.is_file():
                 _read(file, _READERS.get(file.suffix, lambda _: None))
         raise error  # every file reads: not a damaged file (e.g. weights of another model); the library's error
     return state
+
+
+def _model_loading(accelerator: Accelerator, path: Path, model: Any) -> dict[str, Any]:
+    """Settings of accelerate's model loading. The state of a model with a bitsandbytes 4-bit base also holds the
+    quantisation constants of its frozen weights (absmax, quant_map, ...), which its load_state_dict does not take
+    back (the base is loaded quantised from --model_path again, identical): those keys are left to the strict=False
+    load once the file is known to hold nothing else and every trained parameter."""
+    from textbox.model.quantization import is_quantized
+
+    if model is None or not is_quantized(accelerator.unwrap_model(model)):
+        return {}
+    from safetensors import safe_open
+
+    file = path / "model.safetensors"
+    with safe_open(str(file), framework="pt") as handle:
+        saved = set(handle.keys())
+    unwrapped = accelerator.unwrap_model(model)
+    foreign = sorted(saved - set(unwrapped.state_dict()))
+    trained = sorted(name for name, parameter in unwrapped.named_parameters() if parameter.requires_grad)
+    lost = [name for name in trained if name not in saved]
+    if foreign or lost:
+        what = f"holds {foreign[0]!r}, which this model has not" if foreign else f"lacks the trained {lost[0]!r}"
+        raise _damaged(file, f"not this model's state ({what})")
+    return {"strict": False}
 
 
 def _torch_load(path: Path, weights_only: bool = True) -> Any:

@@ -151,7 +151,7 @@ class Trainer:
         if found is None:
             raise TextBoxError(f"--resume=True but {self.run_dir} has no {checkpoint.LAST}/ to resume from; "
                                f"drop --resume to start afresh")
-        self.state = checkpoint.load_resume_state(self.accelerator, found)
+        self.state = checkpoint.load_resume_state(self.accelerator, found, self.model)
         self.resume_step = self.state.step
         self.logger.info(f"resumed from {found}: step {self.state.step}, epoch {self.state.epoch + 1}, "
                          f"{self.state.batches_in_epoch} batch(es) into the epoch")

@@ -22,7 +22,7 @@ LOGGER_NAME = "textbox"
 LOG_FILE = "project.log"
 # Loggers of the libraries we drive: their warnings (load reports, deprecations, notices) are kept for the log file.
 LIBRARY_LOGGERS = ("py.warnings", "transformers", "peft", "accelerate", "datasets", "torch", "huggingface_hub",
-                   "tokenizers", "hyperopt")
+                   "tokenizers", "hyperopt", "bitsandbytes")
 _FORMAT = "%(asctime)s %(levelname)s %(message)s"
 _BUFFER_CAPACITY = 100_000
 _console_silenced = False
@@ -130,8 +130,30 @@ def log_to_file(level: int, message: str) -> None:
     logging.getLogger(LOGGER_NAME).log(level, message, extra=FILE_ONLY)
 
 
+class _FirstOfEachLine(logging.Filter):
+    """Keeps the first record of each message of the libraries that log one per call (bitsandbytes' int8 matrix
+    product says that it casts its inputs on every forward), so that project.log does not fill with repeats."""
+
+    PER_CALL = ("bitsandbytes",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[tuple[str, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.PER_CALL):
+            return True
+        key = (record.name, str(record.msg))
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
 def _route_libraries(destination: logging.Handler) -> None:
     """Python warnings and the libraries' log records go to ``destination`` (the log file), not the console."""
+    if not any(isinstance(existing, _FirstOfEachLine) for existing in destination.filters):
+        destination.addFilter(_FirstOfEachLine())
     logging.captureWarnings(True)
     for name in LIBRARY_LOGGERS:
         library = logging.getLogger(name)

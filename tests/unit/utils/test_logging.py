@@ -97,6 +97,22 @@ def test_library_warnings_go_to_project_log_only(tmp_path, capsys):
     assert log.index("reading the data") < log.index("Some weights of X") < log.index("training")
 
 
+def test_a_library_line_logged_on_every_call_reaches_the_log_once(tmp_path, capsys):
+    """bitsandbytes' int8 layers log that they cast their inputs on every forward."""
+    run_logging.start_logging(is_main_process=True)
+    run_logging.attach_log_file(tmp_path)
+    cast = logging.getLogger("bitsandbytes.autograd._functions")
+    for _ in range(3):
+        cast.warning("MatMul8bitLt: inputs will be cast from %s to float16 during quantization", "torch.float32")
+    logging.getLogger("bitsandbytes.backends.cpu.ops").warning("another notice")
+    for _ in range(2):
+        logging.getLogger("transformers.generation").warning("a repeated transformers line")
+    log = (tmp_path / "project.log").read_text()
+    assert log.count("MatMul8bitLt: inputs will be cast") == 1 and "another notice" in log
+    assert log.count("a repeated transformers line") == 2  # other libraries' lines are all kept
+    assert "MatMul8bitLt" not in capsys.readouterr().err
+
+
 def test_file_only_lines_stay_off_the_console(tmp_path, capsys):
     run_logging.setup_logging(tmp_path, is_main_process=True)
     run_logging.log_to_file(logging.ERROR, "Traceback (most recent call last): ...")

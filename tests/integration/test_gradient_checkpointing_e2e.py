@@ -1,0 +1,38 @@
+"""--gradient_checkpointing=True through run_textbox.py: the same training losses as without it, on one process
+and under DistributedDataParallel on two (non-reentrant checkpointing is what DDP supports)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_ROOT
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script, train_losses
+
+# The tiny model without dropout: two processes draw other dropout masks than one (the unit tests check that the
+# masks are the same with and without checkpointing).
+ARGS = [*(arg.replace("'dropout': 0.1", "'dropout': 0.0") for arg in TINY_MODEL_ARGS), "--dataset=copy",
+        "--max_steps=6", "--logging_steps=1", "--do_valid=False", "--do_test=False"]
+
+
+def test_same_losses_with_checkpointing_on_one_and_two_processes(tmp_path: Path):
+    data = make_copy_dataset(tmp_path / "copy")
+    common = [*ARGS, f"--data_path={data}"]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    for name, extra in (("plain", []), ("checkpointed", ["--gradient_checkpointing=True"])):
+        done = run_script([*common, *extra, f"--filename={name}"], cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        two = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *common, *extra,
+                              f"--filename=two_{name}"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=900)
+        assert two.returncode == 0, two.stderr[-3000:]
+    runs = tmp_path / "saved"
+    assert "gradient checkpointing: every layer" in (runs / "checkpointed" / "project.log").read_text()
+    for plain_run, checkpointed_run in (("plain", "checkpointed"), ("two_plain", "two_checkpointed")):
+        plain, checkpointed = train_losses(runs / plain_run), train_losses(runs / checkpointed_run)
+        assert sorted(plain) == sorted(checkpointed) == list(range(1, 7))
+        assert all(checkpointed[step] == pytest.approx(plain[step], rel=1e-5) for step in plain), \
+            (checkpointed_run, checkpointed, plain)

@@ -1,0 +1,45 @@
+"""Which attention implementation a transformers model runs (``--attn_implementation``).
+
+``auto`` keeps transformers' default (SDPA) except for bf16 on a CPU: torch 2.13's CPU kernels for
+``scaled_dot_product_attention`` run bf16 attention several times slower than the explicit matrix products and
+softmax of transformers' eager attention (forward + backward, 80 x 8 heads x 24 tokens x 64: flash 80.6 ms, math
+31.3 ms, eager 15.3 ms on one thread; float32 all within 25%), and at d=512 6+6 layers on multi30k a bf16
+training step was 1.34x faster with eager attention (docs/speedups.md). Models without a choice (the RNNs) keep
+theirs; textbox.model.keys refuses an explicit choice for them.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from textbox.config.errors import TextBoxUserError
+from textbox.config.launcher import run_mixed_precision
+from textbox.model.efficient_checkpoint import inner_model
+
+
+def chosen(values: Any) -> str | None:
+    """The implementation the run asks for (None: the model's own default)."""
+    asked = values["attn_implementation"]
+    if asked != "auto":
+        return asked
+    import torch
+
+    if run_mixed_precision(values, os.environ) == "bf16" and not torch.cuda.is_available():
+        return "eager"
+    return None
+
+
+def set_attention(model: Any, implementation: str) -> bool:
+    """Switch ``model`` (a PeftModel's base) to ``implementation``; False for a model without the choice."""
+    inner = inner_model(model)
+    config = getattr(inner, "config", None)
+    if not hasattr(inner, "set_attn_implementation") or getattr(config, "_attn_implementation", None) is None:
+        return False
+    if config._attn_implementation == implementation:
+        return True
+    try:
+        inner.set_attn_implementation(implementation)
+    except (ValueError, ImportError) as error:
+        raise TextBoxUserError(f"--attn_implementation={implementation}: the {config.model_type!r} model cannot use "
+                               f"it ({str(error).splitlines()[0]}); choose another or auto") from error
+    return True
