@@ -26,9 +26,14 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
+@pytest.mark.parametrize("extra", [
+    [],
+    # checkpoint averaging reads the checkpoints back from disk: the resumed run averages the same weights
+    ["--valid_steps=3", "--average_checkpoints=3", "--max_save=-1"],
+], ids=["plain", "average_checkpoints"])
+def test_sigterm_then_resume_is_bit_identical(tmp_path: Path, extra: list[str]):
     data = make_copy_dataset(tmp_path / "copy")
-    args = [*RUN_ARGS, f"--data_path={data}"]
+    args = [*RUN_ARGS, f"--data_path={data}", *extra]
     whole = run_script([*args, "--filename=whole"], cwd=tmp_path, env=ONE_THREAD)
     assert whole.returncode == 0, whole.stderr[-3000:]
 
@@ -46,8 +51,11 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path):
     assert sorted(train_losses(whole_dir)) == list(range(1, 19))
     for name in ("checkpoint_last/model.safetensors", "checkpoint_best/model.safetensors"):
         assert _digest(cut_dir / name) == _digest(whole_dir / name), name
-    assert json.loads((cut_dir / "results.json").read_text())["test"] == \
-        json.loads((whole_dir / "results.json").read_text())["test"]
+    results = [json.loads((path / "results.json").read_text()) for path in (cut_dir, whole_dir)]
+    assert results[0]["test"] == results[1]["test"]
+    assert results[0].get("averaged") == results[1].get("averaged")
+    if extra:
+        assert results[0]["averaged"]["steps"] == [12, 15, 18]
 
 
 def _lines(path: Path) -> int:

@@ -229,6 +229,10 @@ _key("valid", "stopping_steps", "int|None", None,
      "Stop after this many validations without improvement; None never stops early.")
 _key("valid", "metrics_for_best_model", "list[str]", ["loss"],
      "Validation figures summed to choose the best checkpoint; loss is minimised and skips generation.")
+_key("valid", "average_checkpoints", "int", 1,
+     "After training, the mean of the weights of the last N validations' checkpoint-<step> (max_save must keep N) is "
+     "validated and becomes checkpoint_best when its figure is better; results.json's averaged says how it fared. "
+     "1 = no averaging.")
 _key("valid", "resume", "bool", False,
      "Continue the run in saved_dir/filename from its checkpoint_last: same data order, bit-identical result. Its "
      "config.yaml is the base; only length-of-training and reporting keys may change (epochs, max_steps, "

@@ -50,6 +50,7 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
         problems.append(f"{where('max_save')} must be -1 (every checkpoint) or at least 2 (checkpoint_best and "
                         f"checkpoint_last, which --resume continues, are always kept; TextBox 2.0's 0 and 1 kept "
                         f"fewer), got {values['max_save']}")
+    problems += _averaging_problems(values, where)
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")
     for name in ("max_tokens", "eval_max_tokens"):
@@ -102,3 +103,20 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
     if not 0.0 <= values["permute_sentence_ratio"] <= 1.0:
         problems.append(f"{where('permute_sentence_ratio')} must be in [0, 1], got {values['permute_sentence_ratio']}")
     return problems
+
+
+def _averaging_problems(values: Mapping[str, Any], where: Any) -> list[str]:
+    """average_checkpoints reads the checkpoint-<step> directories of the last validations: they must exist."""
+    count = values["average_checkpoints"]
+    if count < 1:
+        return [f"{where('average_checkpoints')} must be at least 1 (1 = no averaging), got {count}"]
+    if count == 1:
+        return []
+    if not (values["do_train"] and values["do_valid"]):
+        return [f"{where('average_checkpoints')}={count} averages the checkpoints saved at validations during "
+                f"training: it needs --do_train=True and --do_valid=True"]
+    if values["max_save"] != -1 and values["max_save"] - 2 < count:
+        return [f"{where('average_checkpoints')}={count} averages the {count} latest checkpoint-<step>, which "
+                f"--max_save={values['max_save']} does not keep: set --max_save to at least {count + 2} "
+                f"(it counts checkpoint_best and checkpoint_last too) or -1"]
+    return []

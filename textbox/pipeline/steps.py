@@ -39,6 +39,8 @@ def fit(config: Config, accelerator: Any, run_dir: Path, logger: Any, built: Bui
     if config.compile:
         results["compile_seconds"] = round(trainer.compile_seconds, 1)  # included in train_seconds
     results.update(valid=state.best_valid, best_step=state.best_step, steps=state.step)
+    if state.averaged:
+        results["averaged"] = state.averaged
     return Trained(trainer.model, results, validation.details if validation is not None else None)
 
 

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.model.record import EfficientRecord
-from textbox.trainer import checkpoint
+from textbox.trainer import averaging, checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
 from textbox.trainer.loaders import accumulation_windows, train_loader
@@ -109,6 +109,9 @@ class Trainer:
                 stop = stop or self.state.step >= total_steps
             if self.state.validated_step != self.state.step:
                 self._validate()  # the final model always competes for checkpoint_best
+            if config.average_checkpoints > 1 and validation is not None and \
+                    self.state.averaged.get("at_step") != self.state.step:
+                self._validate_average()  # so does the mean of the last checkpoints
         progress.close()
         if validation is not None and self.state.best_score is None and self.state.validations:
             self._best_is_final_model()
@@ -263,6 +266,20 @@ class Trainer:
                {"step": self.state.step, "epoch": epoch + 1, "lr": scheduler.get_last_lr()[0], **figures}, "train")
 
     # --- validation ---------------------------------------------------------------------------
+    def _validate_average(self) -> None:
+        """--average_checkpoints=N: the mean of the last N validations' checkpoints competes for checkpoint_best."""
+        assert self._validation is not None
+        self.state.averaged, model, validation = averaging.validate_average(
+            self.config.average_checkpoints, self.run_dir, self.state.step, self.accelerator, self.model,
+            self._validation, self.logger)
+        if validation is not None and improves(validation.score, self.state.best_score):
+            self.state.averaged["chosen"] = True
+            self.logger.info("the average beats every single checkpoint: it becomes checkpoint_best")
+            self.state.best_score, self.state.best_step = validation.score, self.state.step
+            self.state.best_valid = dict(validation.figures)
+            checkpoint.save_model(self.accelerator, model, self.tokenizer, self.best_dir, self.efficient)
+            self._validation.new_best(validation)
+
     def _validate(self) -> bool:
         """Validate through the hook, keep the best checkpoint, save checkpoint_last; True when early stopping
         says stop."""

@@ -26,6 +26,9 @@ class TrainState:
     best_valid: dict[str, float] = field(default_factory=dict)
     stale_validations: int = 0  # validations since the last improvement (early stopping)
     skipped_steps: int = 0  # steps with no optimiser update (see step)
+    # --average_checkpoints: at_step (when averaged), steps (the checkpoints averaged), valid (the average's
+    # validation figures), chosen (whether it became checkpoint_best)
+    averaged: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

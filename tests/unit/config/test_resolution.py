@@ -3,6 +3,7 @@ which warm-up setting wins, and how to quote a value the shell unquoted."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,17 @@ def test_the_hinted_quoting_parses():
     assert parse_value(suggested) == ["bleu", "rouge"]
     assert quoting_hint("metrics", "[bleu,rouge]", {"metrics": "x.yaml"}) == ""  # yaml has its own quoting
     assert quoting_hint("model", "bart", {"model": "command line"}) == ""
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--average_checkpoints=5"], "--average_checkpoints=5 averages the 5 latest checkpoint-<step>, which "
+                                  "--max_save=2 does not keep: set --max_save to at least 7"),
+    (["--average_checkpoints=3", "--max_save=4"], "set --max_save to at least 5"),
+    (["--average_checkpoints=3", "--max_save=-1", "--do_valid=False"], "needs --do_train=True and --do_valid=True"),
+    (["--average_checkpoints=0"], "--average_checkpoints must be at least 1"),
+])
+def test_average_checkpoints_needs_the_checkpoints_it_averages(data_dir, args, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config([f"--data_path={data_dir}", *args])
+    ok = load_config([f"--data_path={data_dir}", "--average_checkpoints=5", "--max_save=7"])
+    assert ok.average_checkpoints == 5

@@ -1,0 +1,74 @@
+"""Checkpoint averaging: the element-wise mean of the weights of the last N validations' checkpoint-<step>.
+
+Why: the weights of the last updates scatter around a point that generalises better than any one of them; their
+mean is a free ensemble that needs one model at test time (Vaswani et al. 2017 averaged the last 5-20 checkpoints).
+The checkpoints are read back from disk, so a resumed run averages exactly what an uninterrupted one does.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+STEP_PREFIX = "checkpoint-"
+
+
+def latest_step_checkpoints(run_dir: Path, count: int, up_to_step: int) -> list[Path]:
+    """The ``count`` newest checkpoint-<step> directories of the run (oldest first), none after ``up_to_step``."""
+    found = []
+    for path in Path(run_dir).glob(f"{STEP_PREFIX}*"):
+        suffix = path.name[len(STEP_PREFIX):]
+        if path.is_dir() and suffix.isdigit() and int(suffix) <= up_to_step:
+            found.append((int(suffix), path))
+    return [path for _, path in sorted(found)[-count:]]
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(Path(path).name[len(STEP_PREFIX):])
+
+
+def average_saved_models(paths: list[Path], like: Any) -> Any:
+    """The checkpoints at ``paths`` (written by save_model for the model ``like``) loaded one by one, and a model
+    holding the mean of their floating-point weights (summed in float64, so the order does not matter); integer
+    buffers are the last checkpoint's. Adapters and BitFit checkpoints load onto their base as for testing."""
+    from textbox.model.loading import load_saved_model
+
+    if not paths:
+        raise ValueError("no checkpoint to average")
+    sums: dict[str, torch.Tensor] = {}
+    model = None
+    for path in paths:
+        model = load_saved_model(path, like)
+        for name, tensor in model.state_dict().items():
+            if tensor.is_floating_point():
+                sums[name] = sums[name] + tensor.double() if name in sums else tensor.double()
+    assert model is not None
+    state = model.state_dict()
+    averaged = {name: (sums[name] / len(paths)).to(tensor.dtype) if name in sums else tensor
+                for name, tensor in state.items()}
+    model.load_state_dict(averaged)
+    return model
+
+
+def validate_average(count: int, run_dir: Path, step: int, accelerator: Any, model: Any, hook: Any,
+                     logger: Any) -> tuple[dict[str, Any], Any, Any]:
+    """The average of the last ``count`` checkpoints, validated through ``hook`` and recorded (log, metrics.jsonl
+    as split valid_average): (TrainState.averaged's record, the averaged model, its Validation); the last two are
+    None when fewer than two checkpoints were saved."""
+    from textbox.trainer.records import record
+
+    paths = latest_step_checkpoints(run_dir, count, step)
+    outcome: dict[str, Any] = {"at_step": step, "steps": [checkpoint_step(path) for path in paths], "chosen": False}
+    if len(paths) < 2:
+        logger.warning(f"average_checkpoints={count}: {len(paths)} checkpoint(s) to average (one is saved per "
+                       f"validation): nothing averaged")
+        return outcome, None, None
+    averaged = average_saved_models(paths, accelerator.unwrap_model(model)).to(accelerator.device)
+    validation = hook.validate(averaged)
+    outcome["valid"] = dict(validation.figures)
+    logger.info(f"average of the checkpoints of steps {outcome['steps']}: "
+                + " ".join(f"{name} {value:.4f}" for name, value in validation.figures.items()))
+    record(accelerator, run_dir, step, {"step": step, "checkpoints": len(paths), **validation.figures},
+           "valid_average")
+    return outcome, averaged, validation
