@@ -16,7 +16,7 @@ import torch
 
 from textbox.cli import run_cli
 from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_config
-from textbox.trainer import run_dir as run_dirs
+from textbox.pipeline import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
 from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
 from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_lines
@@ -146,7 +146,7 @@ def test_a_disk_too_small_for_the_checkpoints_is_found_before_the_directory_is_m
     monkeypatch.chdir(tmp_path)
     data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
     usage = SimpleNamespace(total=2**30, used=2**30 - 1024, free=1024)
-    monkeypatch.setattr("textbox.trainer.run_dir.shutil.disk_usage", lambda path: usage)
+    monkeypatch.setattr("textbox.pipeline.run_dir.shutil.disk_usage", lambda path: usage)
     saved = tmp_path / "saved"
     assert run_cli([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", f"--saved_dir={saved}",
                     "--filename=run"]) == 2

@@ -12,7 +12,7 @@ from typing import Any
 
 RUN_CONFIG = "config.yaml"
 LAST_CHECKPOINT = "checkpoint_last"  # written by textbox/trainer/checkpoint.py (its LAST)
-FAILED_MARKER = "FAILED"  # a run that stopped on an error says why in it (textbox/trainer/run_dir.py)
+FAILED_MARKER = "FAILED"  # a run that stopped on an error says why in it (textbox/pipeline/run_dir.py)
 _CHECKPOINT_NAME = re.compile(r"checkpoint_best|checkpoint_last|checkpoint-\d+")
 
 # Keys that say how a model is built from its checkpoint or config: a checkpoint a run wrote already holds their

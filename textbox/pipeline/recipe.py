@@ -47,8 +47,8 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
 def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -> dict[str, Any]:
     from textbox.pipeline.build import build, weight_bytes
     from textbox.pipeline.results import failed, write_results
-    from textbox.trainer.nodes import disk_layout
-    from textbox.trainer.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
+    from textbox.trainer.disks import disk_layout
+    from textbox.pipeline.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
     from textbox.utils.logging import attach_log_file, start_logging
 
     _quiet_libraries()
@@ -60,7 +60,7 @@ def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -
         logger.info(note)
     logger.info(config_summary(config))
     run_dir = plan_run_dir(config, accelerator)
-    disk_layout(accelerator, run_dir)  # machines without a shared disk keep their own checkpoints (trainer.nodes)
+    disk_layout(accelerator, run_dir)  # machines without a shared disk keep their own checkpoints (trainer.disks)
     if config.resume:  # a damaged checkpoint_last is named before any file of the run changes
         from textbox.trainer.checkpoint import LAST, check_resume_files, find_resume_dir
 
@@ -108,8 +108,8 @@ def _fit_and_evaluate(config: Config, accelerator: Any, run_dir: Path, logger: A
 
 def _open_run_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> None:
     """config.yaml (not rewritten when a resumed run's config is unchanged) and the tracker's files."""
-    from textbox.trainer.nodes import copy_to_other_disks
-    from textbox.trainer.run_dir import write_run_config
+    from textbox.trainer.disks import copy_to_other_disks
+    from textbox.pipeline.run_dir import write_run_config
 
     if accelerator.is_main_process:
         write_run_config(config, run_dir)

@@ -14,7 +14,7 @@ def write_results(results: dict[str, Any], run_dir: Path, started: float, accele
                   examples: str = "") -> None:
     """results.json, then the closing log: the figures' table, the test ``examples`` (textbox.evaluator.examples)
     and where the outputs are."""
-    from textbox.trainer.run_dir import clear_failed_mark
+    from textbox.pipeline.run_dir import clear_failed_mark
 
     results["run_dir"] = str(run_dir)
     results["seconds"] = round(time.perf_counter() - started, 1)
@@ -36,7 +36,7 @@ def failed(error: BaseException, run_dir: Path, accelerator: Any, logger: Any) -
     import traceback
 
     from textbox.config import RunInterrupted, TextBoxError
-    from textbox.trainer.run_dir import FAILED_MARKER, mark_failed
+    from textbox.pipeline.run_dir import FAILED_MARKER, mark_failed
     from textbox.utils.logging import log_file_path, log_to_file
 
     if isinstance(error, RunInterrupted):  # checkpoint_last is saved: the run continues with --resume

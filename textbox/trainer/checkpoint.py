@@ -18,7 +18,7 @@ from textbox.config import TextBoxUserError
 from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.record import EfficientRecord
-from textbox.trainer.nodes import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
+from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, resume_model_files, save_full_model
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in

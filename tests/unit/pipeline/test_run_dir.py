@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from textbox.config import TextBoxUserError
-from textbox.trainer import run_dir as run_dirs
+from textbox.pipeline import run_dir as run_dirs
 from tests.unit.trainer.tiny import trainer_config
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textbox.trainer import nodes
+from textbox.trainer import disks
 
 
 def test_one_process_shares_its_own_disk_and_leaves_no_marker(tmp_path: Path, monkeypatch, fresh_accelerate_state):
@@ -12,13 +12,13 @@ def test_one_process_shares_its_own_disk_and_leaves_no_marker(tmp_path: Path, mo
     accelerator = Accelerator(cpu=True)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "saved").mkdir()
-    layout = nodes.disk_layout(accelerator, Path("saved") / "run")  # relative, as --saved_dir usually is
-    assert layout == nodes.DiskLayout(shared=True, first=0, count=1)
+    layout = disks.disk_layout(accelerator, Path("saved") / "run")  # relative, as --saved_dir usually is
+    assert layout == disks.DiskLayout(shared=True, first=0, count=1)
     assert list(tmp_path.rglob("*")) == [tmp_path / "saved"]  # the marker is gone, the run directory not made
-    assert nodes.writes_checkpoints(accelerator)
-    assert list(nodes.processes_on_this_disk(accelerator)) == [0]
+    assert disks.writes_checkpoints(accelerator)
+    assert list(disks.processes_on_this_disk(accelerator)) == [0]
     assert accelerator.project_configuration.save_on_each_node is False
-    nodes.copy_to_other_disks(accelerator, tmp_path / "saved")  # nothing to copy on a shared disk
+    disks.copy_to_other_disks(accelerator, tmp_path / "saved")  # nothing to copy on a shared disk
 
 
 def test_a_config_error_is_printed_by_the_first_process_of_every_machine(monkeypatch, capsys):
