@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config import Config, TextBoxUserError
+
+if TYPE_CHECKING:  # torch starts only once --gpu_id is exported (export_gpu_id)
+    from accelerate import Accelerator
 
 
 def export_gpu_id(config: Config) -> None:
@@ -25,7 +28,7 @@ def export_gpu_id(config: Config) -> None:
     check_gpu_ids(ids, visible, _machine_gpu_count(), cuda_build=torch.version.cuda is not None)
 
 
-def gpu_ids(value: Any) -> list[str]:
+def gpu_ids(value: int | str | list[int] | tuple[int, ...]) -> list[str]:
     """--gpu_id=1, --gpu_id='0,1' or --gpu_id=[0,1] as a list of device ids."""
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
     return [str(item).strip() for item in items if str(item).strip()]
@@ -77,7 +80,7 @@ def resolve_mixed_precision(config: Config) -> str:
                            f"--mixed_precision={launcher}; make them equal (or set only one of them)")
 
 
-def build_accelerator(config: Config) -> Any:
+def build_accelerator(config: Config) -> Accelerator:
     import torch
     from accelerate import Accelerator, DataLoaderConfiguration
     from accelerate.utils import DistributedDataParallelKwargs

@@ -3,23 +3,28 @@ and its config.yaml written. (``--model_path=<run dir>`` continuing that run is 
 textbox/config/run_config.py.)"""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+from accelerate import Accelerator
+from accelerate.utils import broadcast_object_list
+
 from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY
 from textbox.trainer.checkpoint import LAST
+from textbox.utils import yaml_numbers
+from textbox.utils.atomic import write_text_atomic
 
 
 def write_run_config(config: Config, run_dir: Path) -> None:
     """config.yaml of the run; a resumed run leaves its file untouched when nothing in it changed (a bare
     --resume=True), and otherwise rewrites it whole and atomically (e.g. with more epochs)."""
-    from textbox.utils.atomic import write_text_atomic
-
     path = run_dir / CONFIG_FILE
     text = config.to_yaml()
     if config.resume and path.is_file() and _settings(path.read_text(encoding="utf-8")) == _settings(text):
@@ -28,10 +33,6 @@ def write_run_config(config: Config, run_dir: Path) -> None:
 
 
 def _settings(text: str) -> dict[str, Any] | None:
-    import yaml
-
-    from textbox.utils import yaml_numbers
-
     try:
         loaded = yaml_numbers.load(text)
     except yaml.YAMLError:
@@ -39,14 +40,10 @@ def _settings(text: str) -> dict[str, Any] | None:
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
 
 
-
-
-def plan_run_dir(config: Config, accelerator: Any) -> Path:
+def plan_run_dir(config: Config, accelerator: Accelerator) -> Path:
     """saved/<model>-<dataset>-<timestamp> (one name for all processes), or saved_dir/filename: checked (free to
     use, or when resuming found; writable) without creating anything, so that a problem shows before the data
     and the model are loaded."""
-    from accelerate.utils import broadcast_object_list
-
     name = config.filename or f"{config.model}-{config.dataset}-{time.strftime('%Y-%b-%d_%H-%M-%S')}"
     name = broadcast_object_list([name])[0]
     run_dir = Path(config.saved_dir) / name
@@ -57,7 +54,7 @@ def plan_run_dir(config: Config, accelerator: Any) -> Path:
     return run_dir
 
 
-def make_run_dir(run_dir: Path, config: Config, accelerator: Any) -> None:
+def make_run_dir(run_dir: Path, config: Config, accelerator: Accelerator) -> None:
     """Create ``run_dir`` (a failed run's files left in it are removed first) and check it is writable."""
     problem = None
     if accelerator.is_main_process:
@@ -76,8 +73,6 @@ def is_failed_run(run_dir: Path) -> bool:
 def mark_failed(run_dir: Path, message: str) -> None:
     """Say in the run directory that this run failed, and why (a retry with the same name may then reuse it,
     unless it has a checkpoint_last to continue)."""
-    from textbox.utils.atomic import write_text_atomic
-
     if run_dir.is_dir():
         write_text_atomic(run_dir / FAILED_MARKER, message.rstrip("\n") + "\n")
 
@@ -114,8 +109,6 @@ def _clear(run_dir: Path) -> None:
 
 def _unwritable_ancestor(run_dir: Path, saved_dir: str) -> str | None:
     """The directory that will hold ``run_dir`` (its nearest existing ancestor) must be writable."""
-    import os
-
     existing = run_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -149,7 +142,7 @@ def peak_checkpoint_bytes(parameter_bytes: int, max_save: int) -> int:
     return 2 * best + 2 * last + step_checkpoints
 
 
-def check_free_space(run_dir: Path, needed: int, accelerator: Any) -> None:
+def check_free_space(run_dir: Path, needed: int, accelerator: Accelerator) -> None:
     """Stop before training when the run directory's disk cannot hold the checkpoints."""
     problem = None
     if accelerator.is_main_process:
@@ -160,11 +153,9 @@ def check_free_space(run_dir: Path, needed: int, accelerator: Any) -> None:
     raise_on_every_process(problem, accelerator)
 
 
-def raise_on_every_process(problem: str | None, accelerator: Any) -> None:
+def raise_on_every_process(problem: str | None, accelerator: Accelerator) -> None:
     """The main process found (or did not find) a problem: every process raises it (shown once, by the main
     process), none waits forever."""
-    from accelerate.utils import broadcast_object_list
-
     problem = broadcast_object_list([problem])[0]
     if problem:
         error = TextBoxUserError(problem)
