@@ -144,7 +144,7 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
     from textbox.decoding.engine import DecodingOptions, EngineChoice, choose_engine
     from textbox.evaluator.evaluator import Evaluator
-    from textbox.evaluator.generate import generate_sequences, generation_settings
+    from textbox.decoding.generate import generate_sequences, generation_settings
     from textbox.model.build import build_model
     from textbox.pipeline.devices import build_accelerator
 

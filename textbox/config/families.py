@@ -14,6 +14,7 @@ the mask token is known per name (T5 and Marian tokenizers have none).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.model.keys).
 TRANSFORMER, SEQ2SEQ, CAUSAL_LM, ENCODER_DECODER, RNN = "transformer", "seq2seq", "causal_lm", "encoder_decoder", "rnn"
@@ -140,3 +141,9 @@ def names_of(kind: str) -> tuple[str, ...]:
 def is_decoder_only(name: str) -> bool:
     """Whether ``--model=<name>`` reads source and target as one sequence."""
     return family(name).decoder_only
+
+
+def is_decoder_only_model(model: Any) -> bool:
+    """Whether a built model (a torch module of any family, a checkpoint's own included) reads source and target as
+    one sequence: its transformers config says so."""
+    return not getattr(model.config, "is_encoder_decoder", True)

@@ -8,7 +8,7 @@ beam search, and n-gram blocking is vectorised. What the transformers path adds:
 - detokenize: detokenisation on a background thread while the next batch generates.
 
 Length-sorted, token-budget batches with outputs back in dataset order come from textbox.data.batching and
-textbox.evaluator.generate; bf16 inference is ``--mixed_precision=bf16`` (generate runs under the accelerator's
+textbox.decoding.generate; bf16 inference is ``--mixed_precision=bf16`` (generate runs under the accelerator's
 autocast). Every piece leaves the outputs unchanged: the tests compare them token for token with transformers'
 (with decoder-only n-gram blocking, with ``model.generate`` on each example alone).
 

@@ -13,7 +13,7 @@ from textbox.data.readers import read_lines
 from textbox.config.languages import source_head
 from textbox.data.tokenize import encode_within
 from textbox.evaluator.evaluator import Evaluator
-from textbox.evaluator.generate import all_sequences_path
+from textbox.decoding.generate import all_sequences_path
 from textbox.pipeline.context import RunContext
 from textbox.utils.atomic import write_text_atomic
 

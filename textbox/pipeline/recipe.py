@@ -27,7 +27,7 @@ from textbox.data.batch_layout import make_collator
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.examples import format_examples
-from textbox.evaluator.generate import write_generations
+from textbox.decoding.generate import write_generations
 from textbox.model.loading import load_saved_model
 from textbox.pipeline.build import Built, build, log_model_size, weight_bytes
 from textbox.pipeline.context import RunContext

@@ -26,7 +26,7 @@ from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, choose_engine, not_converted
 from textbox.decoding.lengths import new_token_bounds
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
-from textbox.model.loss import is_decoder_only
+from textbox.config.families import is_decoder_only_model
 from textbox.utils.atomic import write_text_atomic
 
 
@@ -78,7 +78,7 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
     settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
     if settings.get("stop_strings") is not None:
         settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
-    decoder_only = is_decoder_only(unwrapped)
+    decoder_only = is_decoder_only_model(unwrapped)
     with BackgroundDetokenizer(tokenizer) as detokenizer:
         for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
             if decoder_only:
