@@ -1,7 +1,7 @@
 """Where a study's runs execute: --engine=local (this machine's processes, --workers) or --engine=ray.
 
 Only the options are checked here, before anything starts; nothing imports ray (--help and bad options
-stay fast and work without it). textbox/study/ray_engine.py holds the Ray code itself.
+stay fast and work without it). textbox/studies/common/ray_engine.py holds the Ray code itself.
 """
 from __future__ import annotations
 

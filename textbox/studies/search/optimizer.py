@@ -13,9 +13,9 @@ import numpy as np
 from hyperopt import JOB_STATE_DONE, STATUS_FAIL, STATUS_OK, Domain, Trials, space_eval
 from hyperopt.pyll import stochastic
 
-from textbox.hyper import grid
-from textbox.hyper.algorithms import Suggest
-from textbox.hyper.space import SpaceEntry
+from textbox.studies.search import grid
+from textbox.studies.search.algorithms import Suggest
+from textbox.studies.search.space import SpaceEntry
 
 
 @dataclass(frozen=True)

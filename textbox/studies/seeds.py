@@ -21,11 +21,11 @@ from typing import Any
 from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
-from textbox.study.directory import create_study_directory, study_directory, study_logger
-from textbox.study.engine import ENGINE_OPTIONS, check_engine
-from textbox.study.options import split_options, usage
-from textbox.study.runner import Job, Outcome, Runner, run_jobs
-from textbox.study.tables import markdown_table, plot_distributions, write_csv
+from textbox.studies.common.directory import create_study_directory, study_directory, study_logger
+from textbox.studies.common.engine import ENGINE_OPTIONS, check_engine
+from textbox.studies.common.options import split_options, usage
+from textbox.studies.common.runner import Job, Outcome, Runner, run_jobs
+from textbox.studies.common.tables import markdown_table, plot_distributions, write_csv
 from textbox.utils.atomic import write_text_atomic
 
 STUDY_OPTIONS = [
@@ -110,7 +110,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
         _write_seeds_csv(directory, [seed for seed in seeds if seed in outcomes], outcomes)
 
     if engine.name == "ray":
-        from textbox.study.ray_engine import ray_session, run_jobs_on_ray
+        from textbox.studies.common.ray_engine import ray_session, run_jobs_on_ray
 
         with ray_session(engine):
             run_jobs_on_ray(job_list, finish, engine.resources, runner)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hyperopt.pyll import stochastic
 
-from textbox.hyper.algorithms import get_algorithm
-from textbox.hyper.grid import NotDiscreteError
-from textbox.hyper.optimizer import Optimizer
-from textbox.hyper.space import parse_space_text
+from textbox.studies.search.algorithms import get_algorithm
+from textbox.studies.search.grid import NotDiscreteError
+from textbox.studies.search.optimizer import Optimizer
+from textbox.studies.search.space import parse_space_text
 
 DISCRETE = """
 model_size choice ['small', 'large', 'huge']

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import TextBoxUserError
-from textbox.study.directory import create_study_directory
+from textbox.studies.common.directory import create_study_directory
 from textbox.utils.atomic import write_text_atomic
 
 TRIAL_DIR = re.compile(r"trial-(\d+)$")

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from textbox.config.errors import TextBoxUserError
 
 ALGORITHMS: dict[str, str] = {
-    "exhaustive": "textbox.hyper.grid:suggest",
+    "exhaustive": "textbox.studies.search.grid:suggest",
     "random": "hyperopt.rand:suggest",
     "tpe": "hyperopt.tpe:suggest",
     "bayes": "hyperopt.tpe:suggest",  # TextBox's name for TPE

@@ -13,7 +13,7 @@ import pytest
 
 import run_hyper
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
-from textbox.hyper.search import run_search
+from textbox.studies.search.search import run_search
 
 SPACE = "learning_rate choice [0.001, 0.002, 0.003]  # 3 x 2 grid\ntrain_batch_size choice [8, 16]\n"
 CALLS: list[dict] = []
@@ -204,7 +204,7 @@ def test_early_stop_needs_the_ray_engine(search_args, tmp_path):
 
 
 def test_a_search_resumes_on_the_engine_it_started_on_and_on_ray_as_it_was_started(tmp_path):
-    from textbox.hyper.store import ENGINE_FILE, check_engine_record
+    from textbox.studies.search.store import ENGINE_FILE, check_engine_record
 
     ray = {"engine": "ray", "max_evals": 4, "early_stop": "asha"}
     check_engine_record(tmp_path, ray, resume=False)

@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from textbox.hyper.objective import Objective
-from textbox.hyper.store import TrialRecord, trial_name
-from textbox.study.tables import markdown_table, plot_search, write_csv
+from textbox.studies.search.objective import Objective
+from textbox.studies.search.store import TrialRecord, trial_name
+from textbox.studies.common.tables import markdown_table, plot_search, write_csv
 from textbox.utils.atomic import write_text_atomic
 
 

@@ -12,7 +12,7 @@ import run_hyper
 import run_multi_seed
 from tests.conftest import PROJECT_ROOT
 from textbox.config import ConfigError
-from textbox.study.engine import DEFAULT_RESOURCES, check_engine
+from textbox.studies.common.engine import DEFAULT_RESOURCES, check_engine
 
 LOCAL = {"engine": "local", "ray_address": None, "trial_resources": None, "workers": 1}
 RAY = {**LOCAL, "engine": "ray"}
@@ -99,8 +99,8 @@ def test_a_ray_address_where_nothing_answers_is_refused_in_bounded_time():
     import time
 
     from textbox.config import TextBoxUserError
-    from textbox.study.engine import Engine
-    from textbox.study.ray_engine import ray_session
+    from textbox.studies.common.engine import Engine
+    from textbox.studies.common.ray_engine import ray_session
 
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
         probe.bind(("127.0.0.1", 0))

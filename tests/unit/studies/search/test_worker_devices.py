@@ -10,8 +10,8 @@ import pytest
 
 from textbox.config import ConfigError
 from textbox.config.launcher import worker_gpu_ids
-from textbox.hyper.search import run_search
-from tests.unit.hyper.test_search import fake_run, search_args  # noqa: F401 - the fixture
+from textbox.studies.search.search import run_search
+from tests.unit.studies.search.test_search import fake_run, search_args  # noqa: F401 - the fixture
 
 
 def device_recording_run(config) -> dict:

@@ -22,12 +22,12 @@ from ray import tune
 from ray.tune.search import Searcher
 from ray.tune.search.hyperopt import HyperOptSearch
 
-from textbox.hyper.objective import Objective
-from textbox.hyper.optimizer import trial_seed
-from textbox.hyper.store import trial_name
-from textbox.hyper.trials import trial_overrides
-from textbox.study.ray_engine import tune_resources
-from textbox.study.runner import Outcome, Runner, execute
+from textbox.studies.search.objective import Objective
+from textbox.studies.search.optimizer import trial_seed
+from textbox.studies.search.store import trial_name
+from textbox.studies.search.trials import trial_overrides
+from textbox.studies.common.ray_engine import tune_resources
+from textbox.studies.common.runner import Outcome, Runner, execute
 
 LOSS = "loss"  # what Tune minimises: -selection score, NaN for a failed trial
 OUTCOME = "textbox_outcome"  # the run's Outcome as JSON, read back by the driver (its last report only)

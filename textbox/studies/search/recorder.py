@@ -4,10 +4,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from textbox.hyper.objective import Objective
-from textbox.hyper.store import SearchStore, TrialRecord, trial_name
-from textbox.hyper.summary import write_trials_csv
-from textbox.study.runner import Outcome
+from textbox.studies.search.objective import Objective
+from textbox.studies.search.store import SearchStore, TrialRecord, trial_name
+from textbox.studies.search.summary import write_trials_csv
+from textbox.studies.common.runner import Outcome
 from textbox.utils.atomic import write_text_atomic
 
 

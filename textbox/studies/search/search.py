@@ -19,23 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
-from textbox.hyper.algorithms import get_algorithm
-from textbox.hyper.objective import Objective
-from textbox.hyper.options import SEARCH_OPTIONS
-from textbox.hyper.recorder import TrialRecorder, format_params
-from textbox.hyper.space import parse_space_file
-from textbox.hyper.store import SearchStore, TrialRecord, check_engine_record, trial_name
-from textbox.hyper.summary import write_search_report
-from textbox.hyper.trials import fit_key_types, trial_overrides
-from textbox.study.directory import study_directory, study_logger
-from textbox.study.engine import Engine, check_engine
-from textbox.study.options import split_options
-from textbox.study.runner import Job, Outcome, Runner, execute, run_jobs
+from textbox.studies.search.algorithms import get_algorithm
+from textbox.studies.search.objective import Objective
+from textbox.studies.search.options import SEARCH_OPTIONS
+from textbox.studies.search.recorder import TrialRecorder, format_params
+from textbox.studies.search.space import parse_space_file
+from textbox.studies.search.store import SearchStore, TrialRecord, check_engine_record, trial_name
+from textbox.studies.search.summary import write_search_report
+from textbox.studies.search.trials import fit_key_types, trial_overrides
+from textbox.studies.common.directory import study_directory, study_logger
+from textbox.studies.common.engine import Engine, check_engine
+from textbox.studies.common.options import split_options
+from textbox.studies.common.runner import Job, Outcome, Runner, execute, run_jobs
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import FILE_ONLY
 
 if TYPE_CHECKING:
-    from textbox.hyper.optimizer import Optimizer, Suggestion
+    from textbox.studies.search.optimizer import Optimizer, Suggestion
 
 @dataclass(frozen=True)
 class SearchResult:
@@ -47,7 +47,7 @@ class SearchResult:
 
 def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     """Check everything, run the trials (resuming when asked), test the best trial, write the report."""
-    from textbox.hyper.optimizer import Optimizer  # hyperopt loads only when a search really starts
+    from textbox.studies.search.optimizer import Optimizer  # hyperopt loads only when a search really starts
 
     if runner is None:
         from textbox.pipeline import run as runner
@@ -90,8 +90,8 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     recorder = TrialRecorder(store, objective, max_evals, logger)
     try:
         if engine.name == "ray":
-            from textbox.hyper.tune_search import search_on_ray
-            from textbox.study.ray_engine import ray_session
+            from textbox.studies.search.tune_search import search_on_ray
+            from textbox.studies.common.ray_engine import ray_session
 
             with ray_session(engine):
                 search_on_ray(optimizer.space, optimizer.algorithm, base.seed, max_evals, run_keys, directory,
@@ -122,7 +122,7 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
 def _max_evals(options: dict[str, Any], optimizer: Optimizer) -> int:
     """Exhaustive: the grid size unless told otherwise (a continuous parameter is an error); others: required."""
     if options["algo"] == "exhaustive":
-        from textbox.hyper.grid import NotDiscreteError
+        from textbox.studies.search.grid import NotDiscreteError
 
         try:
             size = optimizer.grid_size()

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from textbox.config.schema import Key
-from textbox.hyper.algorithms import ALGORITHMS
-from textbox.study.engine import ENGINE_OPTIONS
-from textbox.study.options import usage
+from textbox.studies.search.algorithms import ALGORITHMS
+from textbox.studies.common.engine import ENGINE_OPTIONS
+from textbox.studies.common.options import usage
 
 SEARCH_OPTIONS = [
     Key("space", "str", None, "Search-space file, one '<label> <algorithm> <space>' per line "

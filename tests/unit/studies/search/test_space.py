@@ -11,7 +11,7 @@ from hyperopt.pyll import stochastic
 from tests.conftest import PROJECT_ROOT
 from textbox.config.errors import TextBoxUserError
 from textbox.config.schema import SCHEMA
-from textbox.hyper.space import ALGORITHMS, SpaceError, parse_space_file, parse_space_text
+from textbox.studies.search.space import ALGORITHMS, SpaceError, parse_space_file, parse_space_text
 
 EVERY_EXPRESSION = """
 # one line per hyperopt expression

@@ -1,5 +1,5 @@
 """--engine=ray, what every study shares: the Ray session (a local instance or a joined cluster) and runs as Ray
-tasks (the seed study). The search's Tune trials are in textbox/hyper/tune_search.py.
+tasks (the seed study). The search's Tune trials are in textbox/studies/search/tune_search.py.
 
 Imported only when a study runs on Ray (it imports ray at the top). What is recorded (seeds.csv, trials.csv ...)
 stays with the driver's own code: each run's Outcome is handed to the same recorder as on the local engine.
@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator
 import ray
 
 from textbox.config import TextBoxUserError
-from textbox.study.engine import Engine
-from textbox.study.runner import Job, Outcome, Runner, execute
+from textbox.studies.common.engine import Engine
+from textbox.studies.common.runner import Job, Outcome, Runner, execute
 
 
 @contextlib.contextmanager

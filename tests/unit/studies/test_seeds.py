@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import run_multi_seed
-from textbox.seeds import derive_seeds, run_multi_seed as run_study, spread
+from textbox.studies.seeds import derive_seeds, run_multi_seed as run_study, spread
 
 
 def fake_run(config) -> dict:
