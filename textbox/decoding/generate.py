@@ -1,15 +1,11 @@
-"""Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order.
-
-The efficient-decoding parts live in textbox.decoding: the engine choice (CTranslate2 or the generate loop below),
-n-gram blocking without full-vocabulary copies, detokenisation overlapping generation. Batches come
-length-sorted from Evaluator.loader, each example with its dataset ``index``.
+"""Generation over a (possibly distributed) evaluation DataLoader, returning texts in the original order: the one
+door to both engines (textbox.decoding.engine chooses CTranslate2, ctranslate2_engine.py, or transformers'
+generate, transformers_engine.py). Batches come length-sorted from Evaluator.loader, each example with its
+dataset ``index``.
 
 With ``num_return_sequences=k`` generate returns k rows per example, best first; ``generate_sequences`` keeps all
 k with their example, ``generate_texts`` the first (the one the metrics score and generation.txt holds), and
 ``write_generations`` writes both files.
-
-Decoder-only LMs (textbox.data.causal) generate from ``prompt_ids``, the source left-padded so that every prompt
-ends where generation continues; only the new tokens are kept.
 """
 from __future__ import annotations
 
@@ -19,14 +15,11 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
-from textbox.decoding.ctranslate2_settings import effective_config
-from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.ctranslate2_cache import CannotConvert
+from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
 from textbox.decoding.engine import DecodingOptions, choose_engine, not_converted
-from textbox.decoding.lengths import new_token_bounds
-from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
-from textbox.config.families import is_decoder_only_model
+from textbox.decoding.transformers_engine import transformers_sequences
 from textbox.utils.atomic import write_text_atomic
 
 
@@ -58,44 +51,16 @@ def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokeniz
     """Decode every batch (each carries its examples' ``index``); every process returns, in dataset order, each
     example's num_return_sequences texts in generate's order (best first), whatever the batch order and the
     number of processes. ``decoding`` (the run's --decoding_backend/--decoding_precision; transformers when
-    None) chooses the engine: CTranslate2 where the model converts and the settings map, else generate below."""
+    None) chooses the engine: CTranslate2 where the model converts and the settings map, else transformers."""
     decoding = decoding or DecodingOptions()
     engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding)
     if engine.name == "ctranslate2":
-        from textbox.decoding.ctranslate2_cache import CannotConvert
-        from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
-
         try:
             return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine,
                                          decoding)
         except CannotConvert as error:  # raised before any batch is decoded
             not_converted(str(error), decoding)
-    unwrapped = accelerator.unwrap_model(model)
-    was_training = unwrapped.training
-    unwrapped.eval()
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    effective = effective_config(unwrapped.generation_config, settings)
-    settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
-    if settings.get("stop_strings") is not None:
-        settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
-    decoder_only = is_decoder_only_model(unwrapped)
-    with BackgroundDetokenizer(tokenizer) as detokenizer:
-        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
-            if decoder_only:
-                inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_attention_mask"]}
-            else:
-                inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-            # where max_length leaves no room for a new token: a clear error instead of generate's ValueError
-            new_token_bounds(effective, inputs["input_ids"].shape[1] if decoder_only else 1)
-            with accelerator.autocast():
-                ids = unwrapped.generate(**inputs, **settings)
-            if decoder_only:  # generate returns prompt + new tokens
-                ids = ids[:, inputs["input_ids"].shape[1]:]
-            ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
-            detokenizer.submit(*accelerator.gather((ids, batch["index"])))
-        sequences = detokenizer.sequences(len(loader.dataset))
-    unwrapped.train(was_training)
-    return sequences
+    return transformers_sequences(accelerator, model, tokenizer, loader, settings, description)
 
 
 def all_sequences_path(path: Path) -> Path:
