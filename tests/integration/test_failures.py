@@ -16,6 +16,7 @@ import torch
 
 from textbox.cli import run_cli
 from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_config
+from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.pipeline import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
 from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
@@ -45,12 +46,12 @@ def test_a_failed_run_is_replaced_by_a_retry_with_the_same_name(tmp_path, fresh_
 
 def test_a_failed_run_with_a_checkpoint_last_needs_resume_or_another_name(tmp_path, fresh_accelerate_state):
     run = tmp_path / "run"
-    (run / run_dirs.LAST).mkdir(parents=True)
+    (run / LAST_CHECKPOINT).mkdir(parents=True)
     run_dirs.mark_failed(run, "RuntimeError: boom")
     with pytest.raises(TextBoxUserError, match="holds a failed run with a checkpoint_last .* continue it with "
                                                "--resume=True, or choose another --filename"):
         run_dirs.plan_run_dir(a_config(tmp_path), MAIN_PROCESS)
-    assert (run / run_dirs.LAST).is_dir() and (run / "FAILED").is_file()
+    assert (run / LAST_CHECKPOINT).is_dir() and (run / "FAILED").is_file()
 
 
 def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tmp_path, fresh_accelerate_state):

@@ -16,8 +16,7 @@ from accelerate.utils import broadcast_object_list
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
-from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY
-from textbox.trainer.checkpoint import LAST
+from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
 from textbox.utils import yaml_numbers
 from textbox.utils.atomic import write_text_atomic
 
@@ -59,15 +58,10 @@ def make_run_dir(run_dir: Path, config: Config, accelerator: Accelerator) -> Non
     problem = None
     if accelerator.is_main_process:
         problem = _occupied(run_dir, config)
-        if problem is None and not config.resume and is_failed_run(run_dir):
+        if problem is None and not config.resume and failed_before_first_checkpoint(run_dir):
             _clear(run_dir)
         problem = problem or _unwritable(run_dir, config.saved_dir)
     raise_on_every_process(problem, accelerator)
-
-
-def is_failed_run(run_dir: Path) -> bool:
-    """A run that stopped on an error before its first checkpoint_last: nothing in it to keep or continue."""
-    return (run_dir / FAILED_MARKER).is_file() and not (run_dir / LAST).exists()
 
 
 def mark_failed(run_dir: Path, message: str) -> None:
@@ -85,11 +79,10 @@ def _occupied(run_dir: Path, config: Config) -> str | None:
     if config.resume:
         if not run_dir.is_dir():
             return f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
-        if is_failed_run(run_dir):
-            return (f"--resume=True: the run in {run_dir} failed before its first checkpoint_last (see its "
-                    f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without --resume")
+        if failed_before_first_checkpoint(run_dir):
+            return nothing_to_continue(run_dir)
         return None
-    if not run_dir.exists() or not any(run_dir.iterdir()) or is_failed_run(run_dir):
+    if not run_dir.exists() or not any(run_dir.iterdir()) or failed_before_first_checkpoint(run_dir):
         return None
     if (run_dir / FAILED_MARKER).is_file():  # failed after its first checkpoint: continue it, or start elsewhere
         return (f"run directory {run_dir} holds a failed run with a checkpoint_last (see its {FAILED_MARKER} and "

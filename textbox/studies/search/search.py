@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
+from textbox.config.run_config import BEST_CHECKPOINT, MODEL_BUILDING
 from textbox.studies.search.algorithms import get_algorithm
 from textbox.studies.search.objective import Objective
 from textbox.studies.search.options import SEARCH_OPTIONS
@@ -189,11 +190,9 @@ def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, run
         logger.info(f"removing the unfinished test run {test_dir}")
         shutil.rmtree(test_dir)
     logger.info(f"testing the best trial {trial_name(best.tid)} ({format_params(best.params)})")
-    from textbox.config.run_config import MODEL_BUILDING
-
     keys = {key: value for key, value in {**run_keys, **fit_key_types(best.params)}.items()
             if key not in MODEL_BUILDING}  # the trial's checkpoint_best already holds the model they built
-    overrides = {**keys, "model_path": str(Path(best.run_dir) / "checkpoint_best"), "do_train": False,
+    overrides = {**keys, "model_path": str(Path(best.run_dir) / BEST_CHECKPOINT), "do_train": False,
                  "do_test": True, "saved_dir": str(directory), "filename": test_dir.name}
     outcome = execute(overrides, runner)
     if outcome.traceback:
