@@ -19,6 +19,11 @@ from typing import Any
 # Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.model.keys).
 TRANSFORMER, SEQ2SEQ, CAUSAL_LM, ENCODER_DECODER, RNN = "transformer", "seq2seq", "causal_lm", "encoder_decoder", "rnn"
 RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint; its ``cell`` is the family
+# The config.json model_types ctranslate2.converters.TransformersConverter converts, and the CTranslate2 class that
+# runs each: a Translator (encoder-decoder) or a Generator (decoder-only). A family's ``ctranslate2`` says whether
+# CTranslate2 may run it at all; the checkpoint's model_type decides in the end.
+CTRANSLATE2_TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
+CTRANSLATE2_GENERATOR_TYPES = ("gpt2", "opt", "llama")
 
 
 @dataclass(frozen=True)
