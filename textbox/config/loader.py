@@ -33,11 +33,14 @@ _CONFIG_HEADER = ("# Every key of this run, merged. Rerun it: python run_textbox
 class Config(Mapping[str, Any]):
     """A frozen, validated configuration. Read keys as attributes (``config.learning_rate``) or items.
 
-    ``sources`` remembers which layer set each key so that messages can point at the right file.
+    ``sources`` remembers which layer set each key so that messages can point at the right file. ``checked``: every
+    problem was looked for already (textbox.checks.load_checked_config), so that a run does not check it again.
     """
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None,
-                 notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None):
+                 notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None,
+                 checked: bool = False):
+        object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_sources", dict(sources or {}))
         object.__setattr__(self, "_notes", tuple(notes))
@@ -52,7 +55,15 @@ class Config(Mapping[str, Any]):
             raise AttributeError(f"unknown config key {name!r}") from None
 
     def __reduce__(self):
-        return (Config, (self._values, self._sources, self._notes, self._entry_sources))
+        return (Config, (self._values, self._sources, self._notes, self._entry_sources, self._checked))
+
+    @property
+    def checked(self) -> bool:
+        return self._checked
+
+    def as_checked(self) -> "Config":
+        """This config, marked as having passed every check (only textbox.checks gives this mark)."""
+        return Config(self._values, self._sources, self._notes, self._entry_sources, checked=True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
