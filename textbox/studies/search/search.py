@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textbox.checks import load_checked_config
-from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
+from textbox.config import Config, ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.config.run_config import BEST_CHECKPOINT, MODEL_BUILDING
 from textbox.studies.search.algorithms import get_algorithm
 from textbox.studies.search.objective import Objective
@@ -38,6 +38,7 @@ from textbox.utils.logging import FILE_ONLY
 if TYPE_CHECKING:
     from textbox.studies.search.optimizer import Optimizer, Suggestion
 
+
 @dataclass(frozen=True)
 class SearchResult:
     directory: Path
@@ -48,10 +49,39 @@ class SearchResult:
 
 def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     """Check everything, run the trials (resuming when asked), test the best trial, write the report."""
+    if runner is None:  # imported here: the pipeline imports torch, which a bad option or --help never needs
+        from textbox.pipeline import run as runner
+    plan = _plan(argv)
+    _log_start(plan)
+    _run_trials(plan, TrialRecorder(plan.store, plan.objective, plan.max_evals, plan.logger), runner)
+    return _test_and_report(plan, runner)
+
+
+@dataclass(frozen=True)
+class _SearchPlan:
+    """Everything checked before the first trial: options, the run keys every trial gets, the space's optimiser,
+    the objective, the search directory with its store and log."""
+
+    options: dict[str, Any]
+    run_keys: dict[str, Any]
+    engine: Engine
+    base: Config
+    optimizer: Optimizer
+    objective: Objective
+    max_evals: int
+    directory: Path
+    store: SearchStore
+    logger: logging.Logger
+    entries: int  # parameters searched
+
+    @property
+    def resume_hint(self) -> str:
+        return f"continue it with the same arguments plus --filename={self.directory.name} --resume=True"
+
+
+def _plan(argv: list[str]) -> _SearchPlan:
     from textbox.studies.search.optimizer import Optimizer  # hyperopt loads only when a search really starts
 
-    if runner is None:
-        from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, SEARCH_OPTIONS)
     engine = check_engine(options, run_keys)
     if options["early_stop"] != "none" and engine.name != "ray":
@@ -64,7 +94,6 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
         raise TextBoxUserError("run_hyper chooses trials on validation figures: it needs --do_train=True and "
                                "--do_valid=True")
     optimizer = Optimizer(entries, get_algorithm(options["algo"]), base.seed)
-    objective = Objective(base)
     max_evals = _max_evals(options, optimizer)
     directory = study_directory(base, "hyper")
     _check_sample_point(options["space"], run_keys, optimizer.sample(), directory)
@@ -76,42 +105,55 @@ def run_search(argv: list[str], runner: Runner | None = None) -> SearchResult:
     logger = study_logger(directory, "hyper")
     for record in store.records:
         optimizer.replay(record.tid, record.raw, record.score)
-    logger.info(f"search directory {directory}; {options['algo']} over {len(entries)} parameter(s), "
-                f"max_evals={max_evals}, {_engine_text(engine, options['workers'])}; objective: "
-                f"{objective.describe()}")
+    return _SearchPlan(options, run_keys, engine, base, optimizer, Objective(base), max_evals, directory, store,
+                       logger, len(entries))
+
+
+def _log_start(plan: _SearchPlan) -> None:
+    options, engine, store, logger = plan.options, plan.engine, plan.store, plan.logger
+    logger.info(f"search directory {plan.directory}; {options['algo']} over {plan.entries} parameter(s), "
+                f"max_evals={plan.max_evals}, {_engine_text(engine, options['workers'])}; objective: "
+                f"{plan.objective.describe()}")
     if options["resume"] and engine.name == "ray":
         logger.info(f"resuming: {len(store.records)} finished trial(s) kept; Ray Tune restores its record "
-                    f"({directory / 'tune'}) and starts the unfinished trials afresh under their own trial ids")
+                    f"({plan.directory / 'tune'}) and starts the unfinished trials afresh under their own trial ids")
     elif options["resume"]:
         logger.info(f"resuming: {len(store.records)} finished trial(s) kept; interrupted ones (directories left as "
                     f"they are, points suggested anew): {', '.join(store.interrupted_trials()) or 'none'}")
-    resume_hint = f"continue it with the same arguments plus --filename={directory.name} --resume=True"
-    logger.info(f"if the search is interrupted, {resume_hint}")
+    logger.info(f"if the search is interrupted, {plan.resume_hint}")
 
-    recorder = TrialRecorder(store, objective, max_evals, logger)
+
+def _run_trials(plan: _SearchPlan, recorder: TrialRecorder, runner: Runner) -> None:
+    """Every trial, on Ray Tune or on the local engine; a stop (Ctrl-C) says how to continue."""
     try:
-        if engine.name == "ray":
+        if plan.engine.name == "ray":
+            from textbox.studies.common.ray_engine import ray_session  # imports ray
             from textbox.studies.search.tune_search import search_on_ray
-            from textbox.studies.common.ray_engine import ray_session
 
-            with ray_session(engine):
-                search_on_ray(optimizer.space, optimizer.algorithm, base.seed, max_evals, run_keys, directory,
-                              objective, engine.resources, runner, recorder.record, options["early_stop"])
-            if len(store.records) < max_evals:  # Tune returns from a Ctrl-C after saving its state
+            with ray_session(plan.engine):
+                search_on_ray(plan.optimizer.space, plan.optimizer.algorithm, plan.base.seed, plan.max_evals,
+                              plan.run_keys, plan.directory, plan.objective, plan.engine.resources, runner,
+                              recorder.record, plan.options["early_stop"])
+            if len(plan.store.records) < plan.max_evals:  # Tune returns from a Ctrl-C after saving its state
                 raise RunInterrupted("the Ray Tune run was stopped", 130)
         else:
-            trials = _TrialLoop(optimizer, recorder, run_keys, max_evals, logger)
-            run_jobs(trials.next_job, trials.finish, options["workers"], runner)
+            trials = _TrialLoop(plan.optimizer, recorder, plan.run_keys, plan.max_evals, plan.logger)
+            run_jobs(trials.next_job, trials.finish, plan.options["workers"], runner)
     except (RunInterrupted, KeyboardInterrupt) as stop:
-        raise RunInterrupted(f"search stopped after {len(store.records)} finished trial(s); {resume_hint}",
+        raise RunInterrupted(f"search stopped after {len(plan.store.records)} finished trial(s); {plan.resume_hint}",
                              getattr(stop, "exit_code", 130)) from None
 
+
+def _test_and_report(plan: _SearchPlan, runner: Runner) -> SearchResult:
+    """Test the best trial (when the runs test), write the report; no trial finished, or a failed test, is an
+    error after the report is written."""
+    store, directory = plan.store, plan.directory
     best = store.best()
     test, test_error = (None, None)
-    if best is not None and base.do_test:
-        test, test_error = _test_best(best, run_keys, directory, runner, logger)
-    report = write_search_report(directory, store.records, best, test, options["space"], options["algo"], max_evals,
-                                 objective)
+    if best is not None and plan.base.do_test:
+        test, test_error = _test_best(best, plan.run_keys, directory, runner, plan.logger)
+    report = write_search_report(directory, store.records, best, test, plan.options["space"], plan.options["algo"],
+                                 plan.max_evals, plan.objective)
     if best is None:
         raise TextBoxError(f"all {len(store.records)} trial(s) failed; their errors are in {directory}/trials.csv "
                            f"and each trial's error.txt")
