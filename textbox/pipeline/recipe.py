@@ -23,13 +23,13 @@ from accelerate import Accelerator
 from textbox.checks import check_config
 from textbox.config import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.batch_layout import make_collator
+from textbox.data.collator_choice import make_collator
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.examples import format_examples
 from textbox.decoding.generate import write_generations
 from textbox.model.loading import load_saved_model
-from textbox.pipeline.build import Built, build, log_model_size, weight_bytes
+from textbox.pipeline.ingredients import Built, build, log_model_size, weight_bytes
 from textbox.pipeline.context import RunContext
 from textbox.pipeline.devices import build_accelerator, export_gpu_id
 from textbox.pipeline.distributed import is_shared, leave_process_group

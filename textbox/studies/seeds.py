@@ -23,7 +23,7 @@ from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
 from textbox.studies.common.directory import create_study_directory, study_directory, study_logger
 from textbox.studies.common.engine import ENGINE_OPTIONS, check_engine
-from textbox.studies.common.options import split_options, usage
+from textbox.studies.common.tool_options import split_options, usage
 from textbox.studies.common.runner import Job, Outcome, Runner, run_jobs
 from textbox.studies.common.tables import markdown_table, plot_distributions, write_csv
 from textbox.utils.atomic import write_text_atomic

@@ -15,7 +15,7 @@ from textbox.model.build import build_model
 from textbox.model.efficient import apply_efficient_methods
 from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.loading import load_saved_model
-from textbox.model.record import BuiltModel, EfficientRecord
+from textbox.model.built_model import BuiltModel, EfficientRecord
 from textbox.model.loss import forward_token_losses
 
 LOG = logging.getLogger("test_efficient")

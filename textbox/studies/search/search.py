@@ -30,7 +30,7 @@ from textbox.studies.search.summary import write_search_report
 from textbox.studies.search.trials import fit_key_types, trial_overrides
 from textbox.studies.common.directory import study_directory, study_logger
 from textbox.studies.common.engine import Engine, check_engine
-from textbox.studies.common.options import split_options
+from textbox.studies.common.tool_options import split_options
 from textbox.studies.common.runner import Job, Outcome, Runner, execute, run_jobs
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import FILE_ONLY

@@ -17,7 +17,7 @@ from textbox.data.denoising import read_source_only_splits
 from textbox.data.split import Split
 from textbox.model.build import build_model
 from textbox.model.loading import count_parameters
-from textbox.model.record import EfficientRecord
+from textbox.model.built_model import EfficientRecord
 from textbox.pipeline.distributed import main_process_first
 
 
