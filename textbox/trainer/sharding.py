@@ -1,9 +1,9 @@
 """Sharded training through accelerate (FSDP, DeepSpeed ZeRO): what changes for the Trainer.
 
 - Devices: accelerate turns FSDP and DeepSpeed on only for GPU processes; on CPU processes (`Accelerator(cpu=True)`,
-  DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP. textbox.config.launcher's
-  refuse_sharding_on_cpu says so and stops the run instead (accelerate 1.15 / torch 2.13: state.py enables FSDP only for MULTI_GPU-like types and
-  DeepSpeed only when not cpu).
+  DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP.
+  textbox.config.launcher.refuse_sharding_on_cpu says so and stops the run instead (accelerate 1.15 / torch 2.13:
+  state.py enables FSDP only for MULTI_GPU-like types and DeepSpeed only when not cpu).
 - Optimiser and schedule: the engine's own when the DeepSpeed config defines them (accelerate's DummyOptim and
   DummyScheduler stand in until prepare), else ours; model, optimiser and (engine) schedule prepared together.
 - Checkpoints: the weights of a sharded model live on every process; accelerator.get_state_dict gathers the full
