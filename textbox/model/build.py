@@ -30,7 +30,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     (textbox's by default) hears about the efficient method applied, the quantisation and checkpointing."""
     from textbox.model.rnn_model import register_auto_classes
 
-    log = logger if logger is not None else get_logger()  # a caller's logger may be falsy (an empty list of lines)
+    log = get_logger() if logger is None else logger
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
     check_position_limits(config, built.model)
