@@ -10,8 +10,8 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from textbox.cli import report_user_error, wants_help
     from textbox.config import TextBoxError
-    from textbox.hyper.options import HELP
-    from textbox.hyper.search import run_search
+    from textbox.studies.search.options import HELP
+    from textbox.studies.search.search import run_search
 
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):

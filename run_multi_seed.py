@@ -10,7 +10,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from textbox.cli import report_user_error, wants_help
     from textbox.config import TextBoxError
-    from textbox.seeds import HELP, run_multi_seed
+    from textbox.studies.seeds import HELP, run_multi_seed
 
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):

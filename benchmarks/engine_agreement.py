@@ -140,11 +140,11 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
     from textbox.data import read_splits, tokenize_splits
-    from textbox.data.batch_layout import make_collator
+    from textbox.data.collator_choice import make_collator
     from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
     from textbox.decoding.engine import DecodingOptions, EngineChoice, choose_engine
     from textbox.evaluator.evaluator import Evaluator
-    from textbox.evaluator.generate import generate_sequences, generation_settings
+    from textbox.decoding.generate import generate_sequences, generation_settings
     from textbox.model.build import build_model
     from textbox.pipeline.devices import build_accelerator
 

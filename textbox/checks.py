@@ -31,11 +31,14 @@ def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] |
     raise one ConfigError listing them all (the config package's and every registry's)."""
     resolution = resolve_config(argv, overrides, config_dir)
     raise_problems([*resolution.problems, *registry_problems(resolution.config)])
-    return resolution.config
+    return resolution.config.as_checked()
 
 
 def check_config(config: Config) -> None:
-    """Check a Config made elsewhere (e.g. by a caller of ``pipeline.run``) as load_checked_config would."""
+    """Check a Config made elsewhere (e.g. by a caller of ``pipeline.run``) as load_checked_config would; one
+    that load_checked_config made is not checked twice."""
+    if config.checked:
+        return
     unknown = [name for name in config if name not in SCHEMA]
     missing = [name for name in SCHEMA if name not in config]
     problems = [f"unknown key {name!r} (python run_textbox.py --help lists every key)" for name in unknown]

@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.unit.hyper.test_search import fake_run
+from tests.unit.studies.search.test_search import fake_run
 
 
 def _count_call(config) -> None:

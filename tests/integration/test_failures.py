@@ -16,7 +16,8 @@ import torch
 
 from textbox.cli import run_cli
 from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_config
-from textbox.trainer import run_dir as run_dirs
+from textbox.config.run_config import LAST_CHECKPOINT
+from textbox.pipeline import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
 from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
 from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_lines
@@ -45,12 +46,12 @@ def test_a_failed_run_is_replaced_by_a_retry_with_the_same_name(tmp_path, fresh_
 
 def test_a_failed_run_with_a_checkpoint_last_needs_resume_or_another_name(tmp_path, fresh_accelerate_state):
     run = tmp_path / "run"
-    (run / run_dirs.LAST).mkdir(parents=True)
+    (run / LAST_CHECKPOINT).mkdir(parents=True)
     run_dirs.mark_failed(run, "RuntimeError: boom")
     with pytest.raises(TextBoxUserError, match="holds a failed run with a checkpoint_last .* continue it with "
                                                "--resume=True, or choose another --filename"):
         run_dirs.plan_run_dir(a_config(tmp_path), MAIN_PROCESS)
-    assert (run / run_dirs.LAST).is_dir() and (run / "FAILED").is_file()
+    assert (run / LAST_CHECKPOINT).is_dir() and (run / "FAILED").is_file()
 
 
 def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tmp_path, fresh_accelerate_state):
@@ -146,7 +147,7 @@ def test_a_disk_too_small_for_the_checkpoints_is_found_before_the_directory_is_m
     monkeypatch.chdir(tmp_path)
     data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
     usage = SimpleNamespace(total=2**30, used=2**30 - 1024, free=1024)
-    monkeypatch.setattr("textbox.trainer.run_dir.shutil.disk_usage", lambda path: usage)
+    monkeypatch.setattr("textbox.pipeline.run_dir.shutil.disk_usage", lambda path: usage)
     saved = tmp_path / "saved"
     assert run_cli([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", f"--saved_dir={saved}",
                     "--filename=run"]) == 2

@@ -120,8 +120,8 @@ def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path:
 @pytest.mark.slow
 def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
     from textbox.config import TextBoxError
-    from textbox.hyper.search import run_search
-    from textbox.seeds import run_multi_seed
+    from textbox.studies.search.search import run_search
+    from textbox.studies.seeds import run_multi_seed
     from tests.integration.ray_runs import killing_run  # by package name: Ray workers import it
 
     data = make_copy_dataset(tmp_path / "data", {"train": 4, "valid": 2, "test": 2})

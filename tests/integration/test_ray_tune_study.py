@@ -37,7 +37,7 @@ def test_an_interrupted_ray_search_is_restored_by_tune_without_running_a_finishe
         tmp_path: Path, args: list[str], monkeypatch):
     from tests.integration.ray_runs import interrupting_run  # by package name: Ray workers import it
     from textbox.config import RunInterrupted
-    from textbox.hyper.search import run_search
+    from textbox.studies.search.search import run_search
 
     monkeypatch.setenv("TEXTBOX_TEST_DRIVER_PID", str(os.getpid()))
     space = tmp_path / "lr.space"
@@ -66,7 +66,7 @@ def test_an_interrupted_ray_search_is_restored_by_tune_without_running_a_finishe
 def test_asha_stops_the_bad_trials_at_their_first_validation_and_trials_csv_says_so(tmp_path: Path,
                                                                                      args: list[str]):
     from tests.integration.ray_runs import validating_run
-    from textbox.hyper.search import run_search
+    from textbox.studies.search.search import run_search
 
     space = tmp_path / "lr.space"
     space.write_text("learning_rate choice [0.001, 0.002, 0.3, 0.4]\n")  # two good trials first, then two bad

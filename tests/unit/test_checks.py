@@ -73,3 +73,19 @@ def test_the_config_package_imports_no_registry_and_no_torch(data: Path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
+
+
+def test_a_command_line_run_checks_its_config_once(data: Path, monkeypatch):
+    """run_cli checks the config, then pipeline.run (here a runner that calls check_config as it does) must not
+    check it again; a config changed afterwards (replace) is checked anew."""
+    import textbox.checks as checks
+    from textbox.cli import run_cli
+
+    calls = []
+    original = checks.registry_problems
+    monkeypatch.setattr(checks, "registry_problems", lambda config: calls.append(1) or original(config))
+    seen = []
+    assert run_cli([f"--data_path={data}"], runner=lambda config: seen.append(config) or check_config(config)) == 0
+    assert len(calls) == 1 and seen[0].checked
+    check_config(seen[0].replace(epochs=2))
+    assert len(calls) == 2

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from textbox.analysis.compute import Analysis
-from textbox.study.tables import save_figure
+from textbox.studies.common.tables import save_figure
 
 RUN_COLOURS = ("tab:blue", "tab:orange")
 

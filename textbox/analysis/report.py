@@ -7,7 +7,7 @@ import numpy as np
 
 from textbox.analysis.compute import Analysis
 from textbox.analysis.plots import plot_buckets, plot_differences, plot_lengths
-from textbox.study.tables import markdown_table
+from textbox.studies.common.tables import markdown_table
 from textbox.utils.atomic import write_text_atomic
 
 REPORT_NAME = "analysis.md"

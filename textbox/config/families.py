@@ -14,10 +14,16 @@ the mask token is known per name (T5 and Marian tokenizers have none).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.model.keys).
 TRANSFORMER, SEQ2SEQ, CAUSAL_LM, ENCODER_DECODER, RNN = "transformer", "seq2seq", "causal_lm", "encoder_decoder", "rnn"
 RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint; its ``cell`` is the family
+# The config.json model_types ctranslate2.converters.TransformersConverter converts, and the CTranslate2 class that
+# runs each: a Translator (encoder-decoder) or a Generator (decoder-only). A family's ``ctranslate2`` says whether
+# CTranslate2 may run it at all; the checkpoint's model_type decides in the end.
+CTRANSLATE2_TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
+CTRANSLATE2_GENERATOR_TYPES = ("gpt2", "opt", "llama")
 
 
 @dataclass(frozen=True)
@@ -140,3 +146,9 @@ def names_of(kind: str) -> tuple[str, ...]:
 def is_decoder_only(name: str) -> bool:
     """Whether ``--model=<name>`` reads source and target as one sequence."""
     return family(name).decoder_only
+
+
+def is_decoder_only_model(model: Any) -> bool:
+    """Whether a built model (a torch module of any family, a checkpoint's own included) reads source and target as
+    one sequence: its transformers config says so."""
+    return not getattr(model.config, "is_encoder_decoder", True)

@@ -170,6 +170,38 @@ def _deepspeed_problems(values: Mapping[str, Any], sources: Mapping[str, str], w
     return problems
 
 
+def agreed_mixed_precision(values: Mapping[str, Any], source: str, environ: Mapping[str, str] | None = None) -> str:
+    """The precision the Accelerator is built with: the launcher's --mixed_precision and the config must not
+    silently disagree. `accelerate launch` always exports one ('no' when given none), so its 'no' leaves the choice
+    to the config; a config left at its default (``source``) takes the launcher's."""
+    environ = os.environ if environ is None else environ
+    launcher = environ.get("ACCELERATE_MIXED_PRECISION")
+    if launcher in (None, "no", values["mixed_precision"]):
+        return values["mixed_precision"]
+    if source == "default":
+        return launcher
+    raise TextBoxUserError(f"--mixed_precision={values['mixed_precision']} disagrees with the launcher's "
+                           f"--mixed_precision={launcher}; make them equal (or set only one of them)")
+
+
+def refuse_sharding_on_cpu(cuda: bool, environ: Mapping[str, str] | None = None) -> None:
+    """FSDP or DeepSpeed asked of the launcher on a machine without CUDA: accelerate would train plain DDP
+    (DistributedType.MULTI_CPU) without a word."""
+    environ = os.environ if environ is None else environ
+    if cuda:
+        return
+    for asked, name in ((uses_fsdp(environ), "FSDP (--use_fsdp / distributed_type: FSDP)"),
+                        (uses_deepspeed(environ), "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)")):
+        if asked:
+            error = TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
+                                     f"sharded training on GPU processes only and would silently train plain DDP "
+                                     f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
+                                     f"ACCELERATE_USE_CPU=true) or on GPUs")
+            # every process finds it: the first process of each machine prints it
+            error.shown_elsewhere = environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+            raise error
+
+
 def run_mixed_precision(values: Mapping[str, Any], environ: Mapping[str, str]) -> str:
     """The run's mixed precision: --mixed_precision, or the launcher's when the config leaves it at no (a
     disagreement between the two is refused when the Accelerator is built)."""

@@ -20,7 +20,7 @@ from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
 from textbox.config.families import yaml_names
 from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer
-from textbox.config.run_config import resume_changes
+from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.config.textbox_translate import check_translations, translate_layer
 from textbox.config.validate import check_semantics, type_problems
@@ -33,11 +33,14 @@ _CONFIG_HEADER = ("# Every key of this run, merged. Rerun it: python run_textbox
 class Config(Mapping[str, Any]):
     """A frozen, validated configuration. Read keys as attributes (``config.learning_rate``) or items.
 
-    ``sources`` remembers which layer set each key so that messages can point at the right file.
+    ``sources`` remembers which layer set each key so that messages can point at the right file. ``checked``: every
+    problem was looked for already (textbox.checks.load_checked_config), so that a run does not check it again.
     """
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None,
-                 notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None):
+                 notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None,
+                 checked: bool = False):
+        object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_sources", dict(sources or {}))
         object.__setattr__(self, "_notes", tuple(notes))
@@ -52,7 +55,15 @@ class Config(Mapping[str, Any]):
             raise AttributeError(f"unknown config key {name!r}") from None
 
     def __reduce__(self):
-        return (Config, (self._values, self._sources, self._notes, self._entry_sources))
+        return (Config, (self._values, self._sources, self._notes, self._entry_sources, self._checked))
+
+    @property
+    def checked(self) -> bool:
+        return self._checked
+
+    def as_checked(self) -> "Config":
+        """This config, marked as having passed every check (only textbox.checks gives this mark)."""
+        return Config(self._values, self._sources, self._notes, self._entry_sources, checked=True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
@@ -163,22 +174,44 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
             value = layer.get(name, value)
         return value
 
-    layers: list[Layer] = [overall, *named]
-    model_name = current("model")
-    dataset_name = current("dataset")
-    if isinstance(model_name, str):  # mt5 has no yaml of its own: t5's applies (textbox.config.families.yaml_names)
-        paths = [config_dir / "model" / f"{name}.yaml" for name in yaml_names(model_name)]
-        path = next((path for path in paths if path.is_file()), paths[0])
-        layers.append((str(path), read_yaml(path, problems, required=False)))
-    if isinstance(dataset_name, str):
-        path = config_dir / "dataset" / f"{dataset_name}.yaml"
-        layers.append((str(path), read_yaml(path, problems, required=False)))
-    layers.extend(upper)
+    layers: list[Layer] = [overall, *named, *_family_files(config_dir, current("model"), current("dataset"), problems),
+                           *upper]
     # TextBox 2.0's names become ours in every layer (textbox/config/textbox_names.py), each with a log line.
     translation_checks: list = []
     layers = [(origin, layer if run is not None and layer is run.values else
                translate_layer(origin, layer, SCHEMA, problems, notes, translation_checks)) for origin, layer in layers]
 
+    values, sources, entry_sources = _merge(layers, run, problems, notes)
+    values["config_files"] = extra_files
+    _resolve_warmup(layers, values, sources, problems, notes)
+    _pretraining_tests(values, sources, notes)
+    problems.extend(check_translations(translation_checks, values))
+
+    checkable = _checked_values(values, sources, run, problems)
+    return Resolution(Config(checkable, sources, notes, entry_sources), problems)
+
+
+def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLayer | None,
+                    problems: list[str]) -> dict[str, Any]:
+    """Types first, then (choices lowercased) what a resumed run may not change and the cross-key checks. The
+    cross-key checks run even when some keys are mistyped, on their defaults (the values returned), so that every
+    problem is reported in one go."""
+    mistyped_problems, mistyped = type_problems(values, sources)
+    problems.extend(mistyped_problems)
+    for name, value in values.items():
+        if name not in mistyped and SCHEMA[name].choices and isinstance(value, str):
+            values[name] = value.lower()
+    if run is not None and run.resuming and not mistyped:
+        problems.extend(resume_changes(values, sources, run, lambda name: where(name, sources)))
+    checkable = {k: DEFAULTS[k] if k in mistyped else v for k, v in values.items()}
+    problems.extend(check_semantics(checkable, sources))
+    return checkable
+
+
+def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
+           notes: list[str]) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, str]]]:
+    """The layers merged in order, later wins (dicts key by key): the values, the layer that set each key, and
+    the layer of each entry of a merged dict."""
     values = dict(DEFAULTS)
     sources: dict[str, str] = {}
     entry_sources: dict[str, dict[str, str]] = {}
@@ -204,23 +237,21 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
                 entry_sources.pop(key, None)
             values[key] = value
             sources[key] = origin
-    values["config_files"] = extra_files
-    _resolve_warmup(layers, values, sources, problems, notes)
-    _pretraining_tests(values, sources, notes)
-    problems.extend(check_translations(translation_checks, values))
+    return values, sources, entry_sources
 
-    mistyped_problems, mistyped = type_problems(values, sources)
-    problems.extend(mistyped_problems)
-    for name, value in values.items():
-        if name not in mistyped and SCHEMA[name].choices and isinstance(value, str):
-            values[name] = value.lower()
-    if run is not None and run.resuming and not mistyped:
-        problems.extend(resume_changes(values, sources, run, lambda name: where(name, sources)))
-    # Cross-key checks run even when some keys are mistyped (on their defaults), so that every
-    # problem is reported in one go.
-    checkable = {k: DEFAULTS[k] if k in mistyped else v for k, v in values.items()}
-    problems.extend(check_semantics(checkable, sources))
-    return Resolution(Config(checkable, sources, notes, entry_sources), problems)
+
+def _family_files(config_dir: Path, model_name: Any, dataset_name: Any, problems: list[str]) -> list[Layer]:
+    """configs/model/<model>.yaml (mt5 has no yaml of its own: t5's applies, textbox.config.families.yaml_names)
+    and configs/dataset/<dataset>.yaml, where the names are known."""
+    layers: list[Layer] = []
+    if isinstance(model_name, str):
+        paths = [config_dir / "model" / f"{name}.yaml" for name in yaml_names(model_name)]
+        path = next((path for path in paths if path.is_file()), paths[0])
+        layers.append((str(path), read_yaml(path, problems, required=False)))
+    if isinstance(dataset_name, str):
+        path = config_dir / "dataset" / f"{dataset_name}.yaml"
+        layers.append((str(path), read_yaml(path, problems, required=False)))
+    return layers
 
 
 def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, Any], sources: dict[str, str],

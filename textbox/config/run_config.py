@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 RUN_CONFIG = "config.yaml"
-LAST_CHECKPOINT = "checkpoint_last"  # written by textbox/trainer/checkpoint.py (its LAST)
-FAILED_MARKER = "FAILED"  # a run that stopped on an error says why in it (textbox/trainer/run_dir.py)
-_CHECKPOINT_NAME = re.compile(r"checkpoint_best|checkpoint_last|checkpoint-\d+")
+# The checkpoints a run writes (textbox/trainer/checkpoint.py): named here, where run directories are recognised.
+LAST_CHECKPOINT = "checkpoint_last"  # what --resume continues
+BEST_CHECKPOINT = "checkpoint_best"  # what the test pass (and a study's test of its best run) loads
+FAILED_MARKER = "FAILED"  # a run that stopped on an error says why in it (textbox/pipeline/run_dir.py)
+_CHECKPOINT_NAME = re.compile(rf"{BEST_CHECKPOINT}|{LAST_CHECKPOINT}|checkpoint-\d+")
 
 # Keys that say how a model is built from its checkpoint or config: a checkpoint a run wrote already holds their
 # effect (weights, config, tokenizer, merged or separate adapter), so testing it takes none of them again.
@@ -52,6 +54,17 @@ def is_run_directory(path: str | Path | None) -> bool:
     return holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
 
 
+def failed_before_first_checkpoint(run_dir: Path) -> bool:
+    """A run that stopped on an error before its first checkpoint_last: nothing in it to keep or continue."""
+    return (run_dir / FAILED_MARKER).is_file() and not (run_dir / LAST_CHECKPOINT).exists()
+
+
+def nothing_to_continue(run_dir: Path) -> str:
+    """What --resume=True of such a run is told."""
+    return (f"--resume=True: the run in {run_dir} failed before its first {LAST_CHECKPOINT} (see its "
+            f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without --resume")
+
+
 def run_of_checkpoint(path: str | Path | None) -> Path | None:
     """The run directory that wrote checkpoint ``path`` (checkpoint_best, checkpoint_last, checkpoint-<step>)."""
     if path is None:
@@ -87,10 +100,8 @@ def read_run_config(run_dir: Path, read_yaml: Any, problems: list[str]) -> dict[
 
 def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: dict[str, Any]) -> RunLayer | None:
     """Continue ``run_dir``: its whole config.yaml (but the run-identity keys) is the base layer."""
-    if (run_dir / FAILED_MARKER).is_file() and not (run_dir / LAST_CHECKPOINT).exists():
-        problems.append(f"--resume=True: the run in {run_dir} failed before its first {LAST_CHECKPOINT} (see its "
-                        f"{FAILED_MARKER} and project.log): there is nothing to continue; start it again without "
-                        f"--resume")
+    if failed_before_first_checkpoint(run_dir):
+        problems.append(nothing_to_continue(run_dir))
         return None
     saved = read_run_config(run_dir, read_yaml, problems)
     if saved is None:

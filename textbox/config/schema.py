@@ -153,7 +153,9 @@ _key("model", "tgt_lang", "str|None", None,
 _key("model", "label_smoothing", "float", 0.0, "Label smoothing of the cross-entropy loss.")
 _key("model", "decoder_model_path", "str|None", None,
      "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
-# Parameter-efficient tuning (textbox/model/efficient.py).
+# Parameter-efficient tuning (textbox/model/efficient.py). The prompt methods feed virtual tokens to attention:
+# no weights to merge (CTranslate2 cannot run them) and no attention in an RNN to feed.
+PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 _key("model", "efficient_methods", "list[str]", [],
      "Parameter-efficient tuning: lora, prefix-tuning, prompt-tuning, p-tuning, ia3 (through peft) or bitfit; "
      "only the trained parameters are saved in checkpoint_best.")

@@ -1,4 +1,4 @@
-"""Batch tokenised examples of an encoder-decoder into padded tensors (textbox.data.batch_layout chooses the
+"""Batch tokenised examples of an encoder-decoder into padded tensors (textbox.data.collator_choice chooses the
 collator of a run)."""
 from __future__ import annotations
 

@@ -21,15 +21,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config import Config
-from textbox.config.families import FAMILIES
+from textbox.config.families import CTRANSLATE2_GENERATOR_TYPES, CTRANSLATE2_TRANSLATOR_TYPES, FAMILIES
 from textbox.config.launcher import sharded_training
+from textbox.config.schema import PROMPT_METHODS
 
-BACKENDS = ("auto", "ctranslate2", "transformers")
-PRECISIONS = ("auto", "float32", "bfloat16", "int8", "int8_float32", "float16")
-# model_type -> CTranslate2 class. Each is converted by ctranslate2.converters.TransformersConverter.
-TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
-GENERATOR_TYPES = ("gpt2", "opt", "llama")
-_PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
+_CONVERTED_TYPES = (*CTRANSLATE2_TRANSLATOR_TYPES, *CTRANSLATE2_GENERATOR_TYPES)
+
 
 
 @dataclass(frozen=True)
@@ -84,10 +81,8 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
                         f"--decoding_backend=transformers never uses it; drop it (transformers decodes in "
                         f"--mixed_precision) or use --decoding_backend=auto or ctranslate2")
     if values["decode_compile"]:
-        problems.append(f"{where('decode_compile')}=True: compiled decoding was retired (benchmarks/decode_speed.py: "
-                        f"greedy decoding of the benchmark model at best 1.7x faster than eager transformers, after "
-                        f"343 s of compiling, and no faster on a quiet machine (docs/speedups.md), while CTranslate2, "
-                        f"the default engine, decodes 1.7-3x faster than eager without compiling); drop it")
+        problems.append(f"{where('decode_compile')}=True: compiled decoding was retired: CTranslate2, the default "
+                        f"engine, decodes faster without compiling (docs/speedups.md); drop it")
     if backend == "ctranslate2":
         problems.extend(f"{where('decoding_backend')}=ctranslate2: {why}" for why in _static_refusals(values))
     return problems
@@ -104,18 +99,17 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
         why.append(f"--model={model} is {facts.kind.what}, which CTranslate2 cannot run; use "
                    f"--decoding_backend=auto or transformers")
     methods = [name.lower() for name in values["efficient_methods"]]
-    if any(method in _PROMPT_METHODS for method in methods):
+    if any(method in PROMPT_METHODS for method in methods):
         why.append(f"--efficient_methods={methods}: virtual prompt tokens cannot be merged into the weights "
                    f"CTranslate2 runs (LoRA and IA3 can); use --decoding_backend=auto or transformers")
     model_type = _local_model_type(values["model_path"])
-    if model_type is not None and model_type not in (*TRANSLATOR_TYPES, *GENERATOR_TYPES) and \
-            not unconvertible:
+    if model_type is not None and model_type not in _CONVERTED_TYPES and not unconvertible:
         why.append(f"--model_path={values['model_path']} holds a {model_type!r} model; CTranslate2 converts "
-                   f"{', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))}; use --decoding_backend=auto or transformers")
+                   f"{', '.join(_CONVERTED_TYPES)}; use --decoding_backend=auto or transformers")
     if facts is not None:
         decoder_only = facts.decoder_only
     else:
-        decoder_only = None if model_type is None else model_type in GENERATOR_TYPES
+        decoder_only = None if model_type is None else model_type in CTRANSLATE2_GENERATOR_TYPES
     why.extend(f"--generation_kwargs: {problem}; use --decoding_backend=auto (falls back to transformers) or drop it"
                for problem in unsupported_settings(dict(values["generation_kwargs"]), decoder_only=decoder_only))
     return why
@@ -195,21 +189,10 @@ def not_converted(why: str, options: DecodingOptions) -> EngineChoice:
     return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {why}"))
 
 
-# Validation by generation converts the just-trained weights at every validation: measured, it pays.
-# benchmarks/decode_speed.py times the conversion a validation pays (content hash + TransformersConverter + atomic
-# move into an empty cache, float32, median of 3) and the decoding time it saves per example against the
-# transformers backend on the same model (examples/s medians, 2 threads; docs/speedups.md's runs, machine quiet):
-#   benchmark model (d=128, 2+2 layers, 8k vocabulary, 2.0M parameters, multi30k, 320 examples, early_stopping=True):
-#     conversion 0.05 s; greedy 234 -> 367 examples/s, beam 4 141 -> 308: pays from 32 examples (greedy) or
-#     13 (beam 4);
-#   d=512, 6+6 layers, random weights, 24 tokens per output (64 examples): conversion 0.68 s; beam 4 16.5 -> 26.0
-#     examples/s, pays from 31 examples; greedy 39.2 -> 40.4, about even at float32 (GEMM-bound; int8 82.2).
-#     Earlier runs under heavy load: conversion 0.5-5.3 s, paying from 7-50 (beam 4) and 175 (greedy) examples.
-# A validation set smaller than that loses at most the conversion time (0.05-5 s); larger ones gain several times
-# it at beam search and on the default-sized model, so every validation converts (a large model's greedy float32
-# validation about breaks even). The figures: docs/speedups.md and the JSON line of decode_speed.py
-# (conversion_seconds, *_break_even_examples).
-# Only the latest validation conversion is kept on disk (textbox.decoding.ctranslate2_cache.converted_model).
+# Validation by generation converts the just-trained weights at every validation: the conversion costs less
+# than the decoding time it saves on all but the smallest validation sets (docs/speedups.md, 'why validation
+# converts'). Only the latest validation conversion is kept on disk
+# (textbox.decoding.ctranslate2_cache.converted_model).
 
 
 def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
@@ -221,15 +204,15 @@ def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
     if why:
         return "", why
     model_type = _model_type(inner)
-    if model_type in TRANSLATOR_TYPES and inner.config.is_encoder_decoder:
+    if model_type in CTRANSLATE2_TRANSLATOR_TYPES and inner.config.is_encoder_decoder:
         kind = "translator"
-    elif model_type in GENERATOR_TYPES and not inner.config.is_encoder_decoder:
+    elif model_type in CTRANSLATE2_GENERATOR_TYPES and not inner.config.is_encoder_decoder:
         kind = "generator"
     elif model_type is None:
         return "", f"{type(inner).__name__} is not a Hugging Face model CTranslate2 converts"
     else:
         return "", (f"model type {model_type!r} ({type(inner).__name__}) has no CTranslate2 conversion here "
-                    f"(it converts {', '.join((*TRANSLATOR_TYPES, *GENERATOR_TYPES))})")
+                    f"(it converts {', '.join(_CONVERTED_TYPES)})")
     problems = unsupported_settings(settings, inner.generation_config, decoder_start=_decoder_start(inner, kind),
                                     decoder_only=kind == "generator")
     if problems:

@@ -8,7 +8,7 @@ transformers' rule and both engines follow it, on the same batches). Without eit
 tokens (its default ``max_length`` of 20, counted past the input).
 
 A bound stored in a checkpoint's generation config must not outrank one the user gives in the other form:
-``textbox.evaluator.generate.generation_settings`` clears the stored ``max_new_tokens`` (``min_new_tokens``) when
+``textbox.decoding.generate.generation_settings`` clears the stored ``max_new_tokens`` (``min_new_tokens``) when
 the user gives ``max_length`` (``min_length``).
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ from textbox.config import Config
 from textbox.data.split import Split
 from textbox.decoding.engine import DecodingOptions
 from textbox.evaluator.eval_report import EvalReport, EvalSet
-from textbox.evaluator.generate import generate_sequences, generation_settings
+from textbox.decoding.generate import generate_sequences, generation_settings
 from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.evaluator.selection import needs_generation
 from textbox.model.loss import forward_token_losses

@@ -17,7 +17,7 @@ from textbox.config.families import ENCODER_DECODER
 from textbox.model import keys
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:

@@ -19,7 +19,7 @@ from textbox.model.added_tokens import add_tokens
 from textbox.model.languages import apply_languages
 from textbox.model.positions import check_position_limits
 from textbox.model.quantization import is_quantized, of_config
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.model.registry import get_builder
 from textbox.utils.logging import get_logger
 

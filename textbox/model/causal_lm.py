@@ -3,7 +3,7 @@
 Source and target are joined into one sequence, ``source eos target eos`` (the first eos separates them and is
 not repeated when the tokenizer already ends the source with it), and only the target tokens count in the
 loss (textbox.data.causal builds the batches, textbox.model.loss shifts the logits by one). Generation continues
-the left-padded ``source eos`` and keeps only the new tokens (textbox.evaluator.generate).
+the left-padded ``source eos`` and keeps only the new tokens (textbox.decoding.generate).
 
 Max lengths are split between source and target: ``--src_len`` bounds the source part (prompts and the
 tokenizer's own special tokens included, e.g. Llama's <s>) and ``--tgt_len`` the target part (its closing eos
@@ -29,7 +29,7 @@ from textbox.config import Config, TextBoxUserError
 from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.utils.logging import get_logger
 
 

@@ -1,7 +1,7 @@
 """Parameter-efficient tuning: peft's LoRA, prefix-tuning, prompt-tuning, p-tuning and IA3, and BitFit.
 
 ``apply_efficient_methods`` wraps or freezes a built model and returns its record with the method
-(textbox.model.record.EfficientRecord), which tells saving what to write. What such a model's checkpoint holds,
+(textbox.model.built_model.EfficientRecord), which tells saving what to write. What such a model's checkpoint holds,
 and how it loads again, is textbox.model.efficient_checkpoint's job.
 
 With ``efficient_unfreeze_model=True`` the whole model trains, and so is saved whole.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config.errors import TextBoxUserError
-from textbox.model.record import BuiltModel, EfficientRecord
+from textbox.model.built_model import BuiltModel, EfficientRecord
 
 # TextBox name -> (peft config class, TextBox's defaults, merged under --efficient_kwargs)
 PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {

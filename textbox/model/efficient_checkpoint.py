@@ -16,7 +16,7 @@ from typing import Any
 
 from textbox.config.checkpoint_family import ADAPTER_CONFIG, BITFIT_CONFIG  # written by peft / by _save_bitfit
 from textbox.config.errors import TextBoxUserError
-from textbox.model.record import EfficientRecord
+from textbox.model.built_model import EfficientRecord
 
 BITFIT_WEIGHTS = "bitfit_model.safetensors"  # BITFIT_CONFIG: {"method", "base_model_name_or_path", "parameters"}
 BASE_SUBDIR = "base_model"  # the trained base of a prompt method with efficient_unfreeze_model=True

@@ -9,7 +9,7 @@ from textbox.config import Config, TextBoxUserError
 from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:

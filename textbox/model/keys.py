@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER
+from textbox.config.schema import PROMPT_METHODS
 
 HONOURED = "honoured"
 
@@ -37,7 +38,6 @@ LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: p
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
               "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization", "attn_implementation")
-PROMPT_METHODS = ("prefix-tuning", "prompt-tuning", "p-tuning")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
 BPE_SETTINGS = ("vocab_size", "min_frequency")

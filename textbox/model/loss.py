@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from textbox.config.families import is_decoder_only_model
 from textbox.utils.labels import IGNORE_INDEX
 
 
@@ -19,15 +20,10 @@ def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor
     return model.prepare_decoder_input_ids_from_labels(labels=labels)
 
 
-def is_decoder_only(model: torch.nn.Module) -> bool:
-    """A decoder-only LM reads source and target as one sequence; the same test as make_collator's."""
-    return not getattr(model.config, "is_encoder_decoder", True)
-
-
 def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],
                          label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-example summed token loss and per-example target token counts, shape [batch] each."""
-    if is_decoder_only(unwrapped):
+    if is_decoder_only_model(unwrapped):
         return _causal_token_losses(model, batch, label_smoothing)
     labels = batch["labels"]
     outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],

@@ -2,7 +2,7 @@
 
 Which names exist and what each one is (decoder-only, builds a new model, ...) is textbox.config.families'
 table; an entry here adds the builder that loads it. A builder is ``build(config, train_split) -> BuiltModel``
-(textbox.model.record); ``train_split`` is the raw training split (its texts train the tokenizer of models that
+(textbox.model.built_model); ``train_split`` is the raw training split (its texts train the tokenizer of models that
 train their own) or None when only testing. textbox.model.build.build_model is the one caller.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from textbox.config import Config, TextBoxUserError
 from textbox.model.keys import RNN_SETTINGS, TOKENIZER_FACTS, config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, set_generation_length,
                                    set_special_token_ids)
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.model.rnn_config import RNNSeq2SeqConfig
 from textbox.model.rnn_model import RNNSeq2SeqModel, register_auto_classes
 

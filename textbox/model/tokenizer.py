@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from textbox.model.record import TrainingTexts
+from textbox.model.built_model import TrainingTexts
 from textbox.utils.atomic import atomic_directory
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"

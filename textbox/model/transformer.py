@@ -15,7 +15,7 @@ from textbox.model import quantization
 from textbox.model.keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
                                    reject_unknown_config_kwargs, set_generation_length)
-from textbox.model.record import BuiltModel, TrainingTexts
+from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
 from textbox.utils.logging import get_logger
 

@@ -1,12 +1,17 @@
-"""The run's devices and accelerator: --gpu_id exported before CUDA starts, mixed precision agreed between the
-launcher and the config, the tracker's package present."""
+"""The run's devices and accelerator: --gpu_id exported before CUDA starts and its devices present, the tracker's
+package present. What the launcher (accelerate launch) asked, and how it must agree with the config, is
+textbox.config.launcher's: mixed precision, FSDP/DeepSpeed, the gpu_id list."""
 from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config import Config, TextBoxUserError
+from textbox.config.launcher import agreed_mixed_precision, gpu_id_list, refuse_sharding_on_cpu
+
+if TYPE_CHECKING:  # torch starts only once --gpu_id is exported (export_gpu_id)
+    from accelerate import Accelerator
 
 
 def export_gpu_id(config: Config) -> None:
@@ -17,18 +22,12 @@ def export_gpu_id(config: Config) -> None:
     process where CUDA is already initialised, e.g. a second in-process run, the first run's devices stay)."""
     if config.gpu_id is None:
         return
-    ids = gpu_ids(config.gpu_id)
+    ids = gpu_id_list(config.gpu_id)
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
     import torch
 
     visible = torch.cuda.device_count() if torch.version.cuda else 0
     check_gpu_ids(ids, visible, _machine_gpu_count(), cuda_build=torch.version.cuda is not None)
-
-
-def gpu_ids(value: Any) -> list[str]:
-    """--gpu_id=1, --gpu_id='0,1' or --gpu_id=[0,1] as a list of device ids."""
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    return [str(item).strip() for item in items if str(item).strip()]
 
 
 def check_gpu_ids(ids: list[str], visible: int, machine: int | None, cuda_build: bool = True) -> None:
@@ -65,28 +64,14 @@ def _machine_gpu_count() -> int | None:
     return count if count >= 0 else None
 
 
-def resolve_mixed_precision(config: Config) -> str:
-    """The launcher's --mixed_precision and the config must not silently disagree. `accelerate launch` always
-    exports one ('no' when given none), so its 'no' leaves the choice to the config."""
-    launcher = os.environ.get("ACCELERATE_MIXED_PRECISION")
-    if launcher in (None, "no", config.mixed_precision):
-        return config.mixed_precision
-    if config.source_of("mixed_precision") == "default":
-        return launcher
-    raise TextBoxUserError(f"--mixed_precision={config.mixed_precision} disagrees with the launcher's "
-                           f"--mixed_precision={launcher}; make them equal (or set only one of them)")
-
-
-def build_accelerator(config: Config) -> Any:
+def build_accelerator(config: Config) -> Accelerator:
     import torch
     from accelerate import Accelerator, DataLoaderConfiguration
     from accelerate.utils import DistributedDataParallelKwargs
 
-    precision = resolve_mixed_precision(config)
+    precision = agreed_mixed_precision(config, config.source_of("mixed_precision"))
     cuda = torch.cuda.is_available()
-    from textbox.trainer.sharding import refuse_on_cpu  # accelerate would drop FSDP/DeepSpeed on CPU silently
-
-    refuse_on_cpu(cuda)
+    refuse_sharding_on_cpu(cuda)
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from textbox.config.errors import RunInterrupted, TextBoxError, TextBoxUserError
+
+if TYPE_CHECKING:  # textbox.cli imports this module after a failure, torch or not
+    from accelerate import Accelerator
 
 Result = TypeVar("Result")
 
@@ -70,7 +73,7 @@ def describe(error: BaseException) -> SharedFailure:
     return SharedFailure(f"{type(error).__name__}: {error} (on another process)", 1, False)
 
 
-def main_process_first(accelerator: Any, work: Callable[[], Result]) -> Result:
+def main_process_first(accelerator: Accelerator, work: Callable[[], Result]) -> Result:
     """``work`` on the main process, then (if it succeeded there) on the others: builds, downloads and caches
     happen once. A failure anywhere is raised on every process (accelerate's own ``main_process_first`` leaves
     the others waiting in a barrier that breaks with a gloo error when the main process exits)."""

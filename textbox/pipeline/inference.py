@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config import Config, DataError
 from textbox.data.readers import read_lines
 from textbox.config.languages import source_head
 from textbox.data.tokenize import encode_within
 from textbox.evaluator.evaluator import Evaluator
-from textbox.evaluator.generate import all_sequences_path
+from textbox.decoding.generate import all_sequences_path
+from textbox.pipeline.context import RunContext
 from textbox.utils.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 
 def read_inputs(path: str) -> list[str]:
@@ -38,7 +43,7 @@ def write_outputs(path: str, texts: list[str]) -> None:
         write_text_atomic(Path(path), content)
 
 
-def read_and_encode(config: Config, tokenizer: Any) -> list[list[int]]:
+def read_and_encode(config: Config, tokenizer: PreTrainedTokenizerBase) -> list[list[int]]:
     """The input lines as token ids, with the prompts and truncation of a test run (before any model is loaded:
     a bad input file fails first)."""
     sources = read_inputs(config.input_file)
@@ -46,9 +51,10 @@ def read_and_encode(config: Config, tokenizer: Any) -> list[list[int]]:
                          config.prefix_prompt or "", config.suffix_prompt or "", head=source_head(tokenizer, config))
 
 
-def generate_for_inputs(config: Config, evaluator: Evaluator, model: Any, inputs: list[list[int]], run_dir: Path,
-                        logger: Any) -> list[str]:
+def generate_for_inputs(run: RunContext, evaluator: Evaluator, model: torch.nn.Module,
+                        inputs: list[list[int]]) -> list[str]:
     """Generate for every input with ``model``; write them in input order."""
+    config, run_dir = run.config, run.run_dir
     loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
     sequences = evaluator.generate(model, loader, "generate")
     texts = [candidates[0] for candidates in sequences]
@@ -59,6 +65,6 @@ def generate_for_inputs(config: Config, evaluator: Evaluator, model: Any, inputs
         write_outputs(output, texts)
         if several:
             write_text_atomic(every, "".join(text + "\n" for candidates in sequences for text in candidates))
-    logger.info(f"generated {len(texts)} outputs for {config.input_file}"
+    run.logger.info(f"generated {len(texts)} outputs for {config.input_file}"
                 + (f"; all {len(sequences[0])} per input in {every}" if several else ""))
     return texts

@@ -1,19 +1,48 @@
-"""One run, top to bottom: config -> build (data, model, tokenizer) -> fit -> evaluate -> results.json.
+"""One run, top to bottom: config -> devices -> run directory -> build (data, model, tokenizer) -> fit -> evaluate
+-> results.json.
 
 run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothing patches the trainer. This module
-alone decides the order; each step is a function of its own (devices, build, steps, results).
+alone decides the order, and reads in it: `run` sets up, `_run` opens the run directory, `fit` builds the Trainer
+and trains, `evaluate` tests checkpoint_best (or generates for --input_file), `write_results` closes. The package is
+imported only to run (textbox.cli imports it after --help and the config checks), so torch is imported here at the
+top like everything else.
 """
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import datasets
+import torch
+import transformers
+from accelerate import Accelerator
 
 from textbox.checks import check_config
 from textbox.config import Config
-
-if TYPE_CHECKING:  # the hook's module imports torch: not at import of the pipeline (--help)
-    from textbox.pipeline.validation import OnValidation
+from textbox.config.schema import DEFAULTS
+from textbox.data.collator_choice import make_collator
+from textbox.evaluator.eval_report import EvalSet
+from textbox.evaluator.evaluator import Evaluator
+from textbox.evaluator.examples import format_examples
+from textbox.decoding.generate import write_generations
+from textbox.model.loading import load_saved_model
+from textbox.pipeline.ingredients import Built, build, log_model_size, weight_bytes
+from textbox.pipeline.context import RunContext
+from textbox.pipeline.devices import build_accelerator, export_gpu_id
+from textbox.pipeline.distributed import is_shared, leave_process_group
+from textbox.pipeline.inference import generate_for_inputs, read_and_encode
+from textbox.pipeline.results import failed, write_results
+from textbox.pipeline.run_dir import (check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir,
+                                      write_run_config)
+from textbox.pipeline.validation import OnValidation, RunValidation
+from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir
+from textbox.trainer.disks import copy_to_other_disks, disk_layout
+from textbox.trainer.loop import Trainer
+from textbox.utils.atomic import restore_interrupted
+from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, Any]:
@@ -23,8 +52,6 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     Everything that can fail on the user's input (config, devices, run directory name, data, model) is tried
     before the run directory is made; a failure after it exists is written to its project.log and the run marked
     failed (a retry with the same --filename then replaces it)."""
-    from textbox.pipeline.devices import build_accelerator, export_gpu_id
-
     check_config(config)  # every problem at once, before anything is built (callers that skip textbox.checks too)
     export_gpu_id(config)  # before anything starts CUDA
     accelerator = build_accelerator(config)
@@ -33,24 +60,14 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     try:
         return _run(config, accelerator, on_validation)
     except BaseException as error:
-        from textbox.pipeline.distributed import is_shared, leave_process_group
-
         if not is_shared(error):  # a failure of every process leaves once it is shown (textbox.cli)
             leave_process_group(meet_first=False)
         raise
     finally:
-        from textbox.utils.logging import release_log_file
-
         release_log_file()
 
 
-def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -> dict[str, Any]:
-    from textbox.pipeline.build import build, weight_bytes
-    from textbox.pipeline.results import failed, write_results
-    from textbox.trainer.nodes import disk_layout
-    from textbox.trainer.run_dir import check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir
-    from textbox.utils.logging import attach_log_file, start_logging
-
+def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation | None) -> dict[str, Any]:
     _quiet_libraries()
     logger = start_logging(accelerator.is_main_process)
     started = time.perf_counter()
@@ -59,26 +76,23 @@ def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -
     for note in config.notes:  # the model family read from a checkpoint, a run's config.yaml as a layer, ...
         logger.info(note)
     logger.info(config_summary(config))
-    run_dir = plan_run_dir(config, accelerator)
-    disk_layout(accelerator, run_dir)  # machines without a shared disk keep their own checkpoints (trainer.nodes)
-    if config.resume:  # a damaged checkpoint_last is named before any file of the run changes
-        from textbox.trainer.checkpoint import LAST, check_resume_files, find_resume_dir
-
-        if find_resume_dir(run_dir) is not None:
-            check_resume_files(accelerator, run_dir / LAST)
+    run = RunContext(config, accelerator, plan_run_dir(config, accelerator), logger)
+    disk_layout(accelerator, run.run_dir)  # machines without a shared disk keep their own checkpoints
+    if config.resume and find_resume_dir(run.run_dir) is not None:  # a damaged checkpoint_last is named first
+        check_resume_files(accelerator, run.run_dir / LAST)
     built = build(config, accelerator, logger)
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        check_free_space(_existing_ancestor(run_dir), peak_checkpoint_bytes(weight_bytes(built.model),
-                                                                             config.max_save), accelerator)
-    make_run_dir(run_dir, config, accelerator)
+        check_free_space(_existing_ancestor(run.run_dir),
+                         peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
+    make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
-        attach_log_file(run_dir)
+        attach_log_file(run.run_dir)
     try:
-        _open_run_directory(config, accelerator, run_dir, logger)
-        results, examples = _fit_and_evaluate(config, accelerator, run_dir, logger, built, on_validation)
-        write_results(results, run_dir, started, accelerator, logger, examples)
+        _open_run_directory(run)
+        results, examples = _fit_and_evaluate(run, built, on_validation)
+        write_results(run, results, started, examples)
     except BaseException as error:
-        shown = failed(error, run_dir, accelerator, logger)
+        shown = failed(run, error)
         if shown is error:
             raise
         raise shown from error
@@ -87,38 +101,108 @@ def _run(config: Config, accelerator: Any, on_validation: OnValidation | None) -
     return results
 
 
-def _fit_and_evaluate(config: Config, accelerator: Any, run_dir: Path, logger: Any, built: Any,
-                      on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
+def _open_run_directory(run: RunContext) -> None:
+    """config.yaml (not rewritten when a resumed run's config is unchanged) and the tracker's files."""
+    if run.is_main_process:
+        write_run_config(run.config, run.run_dir)
+    copy_to_other_disks(run.accelerator, run.run_dir / "config.yaml")  # --resume reads it on every machine
+    run.logger.info(f"run directory {run.run_dir}")
+    if run.config.tracker != "none":
+        run.accelerator.project_configuration.set_directories(str(run.run_dir))
+        run.accelerator.project_configuration.logging_dir = str(run.run_dir)  # set_directories keeps an older one
+        run.accelerator.init_trackers("textbox", config=_tracker_hparams(run.config))
+
+
+def _fit_and_evaluate(run: RunContext, built: Built, on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
     """Train (when do_train), then test or generate, with one Evaluator for validation and test; the results and
     the test examples to show."""
-    from textbox.data.batch_layout import make_collator
-    from textbox.evaluator.evaluator import Evaluator
-    from textbox.pipeline.build import log_model_size
-    from textbox.pipeline.steps import Trained, evaluate, fit
-
-    log_model_size(config, built.model, logger)
-    collator = make_collator(config, built.tokenizer)
-    evaluator = Evaluator(config, accelerator, built.tokenizer, collator)
+    log_model_size(run.config, built.model, run.logger)
+    collator = make_collator(run.config, built.tokenizer)
+    evaluator = Evaluator(run.config, run.accelerator, built.tokenizer, collator)
     trained = Trained(built.model)
-    if config.do_train:
-        trained = fit(config, accelerator, run_dir, logger, built, evaluator, collator, on_validation)
-    evaluated = evaluate(config, accelerator, run_dir, logger, built, evaluator, trained)
+    if run.config.do_train:
+        trainer = Trainer(run.config, run.accelerator, built.model, built.tokenizer, collator, run.run_dir,
+                          run.logger, built.efficient)
+        trained = fit(run, trainer, built, evaluator, on_validation)
+    evaluated = evaluate(run, built, evaluator, trained)
     return {**trained.results, **evaluated.results}, evaluated.examples
 
 
-def _open_run_directory(config: Config, accelerator: Any, run_dir: Path, logger: Any) -> None:
-    """config.yaml (not rewritten when a resumed run's config is unchanged) and the tracker's files."""
-    from textbox.trainer.nodes import copy_to_other_disks
-    from textbox.trainer.run_dir import write_run_config
+@dataclass
+class Trained:
+    """What training hands to evaluation: the trained model, its part of the results, and the latest scored
+    validation's metric details (results.json's metric_details when the test pass scores nothing)."""
 
-    if accelerator.is_main_process:
-        write_run_config(config, run_dir)
-    copy_to_other_disks(accelerator, run_dir / "config.yaml")  # --resume reads it on every machine
-    logger.info(f"run directory {run_dir}")
-    if config.tracker != "none":
-        accelerator.project_configuration.set_directories(str(run_dir))
-        accelerator.project_configuration.logging_dir = str(run_dir)  # set_directories keeps an older one
-        accelerator.init_trackers("textbox", config=_tracker_hparams(config))
+    model: torch.nn.Module
+    results: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] | None = None
+
+
+def fit(run: RunContext, trainer: Trainer, built: Built, evaluator: Evaluator,
+        on_validation: OnValidation | None = None) -> Trained:
+    """Train on the train split, validating on the valid split (when there is one) through ``evaluator``."""
+    validation = None
+    if "valid" in built.splits:
+        valid = EvalSet(built.tokenized["valid"], built.splits["valid"])
+        validation = RunValidation(run.config, run.accelerator, evaluator, valid, run.run_dir, on_validation)
+    started = time.perf_counter()
+    state = trainer.fit(built.tokenized["train"], validation)
+    results: dict[str, Any] = {"train_seconds": round(time.perf_counter() - started, 1)}  # validation included
+    if run.config.compile:
+        results["compile_seconds"] = round(trainer.compile_seconds, 1)  # included in train_seconds
+    results.update(valid=state.best_valid, best_step=state.best_step, steps=state.step)
+    if state.averaged:
+        results["averaged"] = state.averaged
+    return Trained(trainer.model, results, validation.details if validation is not None else None)
+
+
+@dataclass
+class Evaluated:
+    """What evaluation hands to the closing report: its part of results.json, and the test examples to show
+    beside their references (empty on the other processes, with --show_examples=0, or when nothing was tested)."""
+
+    results: dict[str, Any]
+    examples: str = ""
+
+
+def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Trained) -> Evaluated:
+    """--input_file generation, or the test pass (generation.txt, and generation_all.txt with several sequences
+    per example); with checkpoint_best when training produced one."""
+    config = run.config
+    results: dict[str, Any] = {}
+    examples = ""
+    details = trained.details
+    if config.input_file:
+        inputs = read_and_encode(config, built.tokenizer)  # a bad input file fails before any model is loaded
+        generate_for_inputs(run, evaluator, evaluation_model(run, trained.model), inputs)
+    elif config.do_test:
+        started = time.perf_counter()
+        model = evaluation_model(run, trained.model)
+        report = evaluator.test(model, EvalSet(built.tokenized["test"], built.splits["test"]))
+        results["test_seconds"] = round(time.perf_counter() - started, 1)
+        results["test"] = report.figures
+        if report.details is not None:
+            details = report.details
+        if run.is_main_process:
+            sequences = report.sequences or []
+            if every := write_generations(run.run_dir / "generation.txt", sequences):
+                run.logger.info(f"all {len(sequences[0])} generations per test example in {every}")
+            if report.texts:
+                examples = format_examples(built.splits["test"], report.texts, config.show_examples)
+    if details:
+        results["metric_details"] = details
+    return Evaluated(results, examples)
+
+
+def evaluation_model(run: RunContext, model: torch.nn.Module) -> torch.nn.Module:
+    """checkpoint_best when training produced one (an adapter/BitFit checkpoint goes back onto its base model),
+    else ``model`` as it is; on the accelerator's device."""
+    best_dir = run.run_dir / BEST
+    restore_interrupted(best_dir)
+    if best_dir.exists():
+        model = load_saved_model(best_dir, run.accelerator.unwrap_model(model))
+        run.logger.info(f"using {best_dir}")
+    return model.to(run.accelerator.device)
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -129,11 +213,6 @@ def _existing_ancestor(path: Path) -> Path:
 
 def _quiet_libraries() -> None:
     """Our own progress bars and log lines say what happens; the libraries' per-file bars only add noise."""
-    import logging
-
-    import datasets
-    import transformers
-
     transformers.utils.logging.disable_progress_bar()
     datasets.disable_progress_bars()
     # accelerate warns on every save that tied embeddings are stored once; loading re-ties them.
@@ -142,8 +221,6 @@ def _quiet_libraries() -> None:
 
 def config_summary(config: Config) -> str:
     """The keys that differ from their defaults and where each was set: what makes this run this run."""
-    from textbox.config.schema import DEFAULTS
-
     changed = [f"  {key} = {value!r}  ({_origin(config, key)})" for key, value in config.items()
                if value != DEFAULTS[key]]
     return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])

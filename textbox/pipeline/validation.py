@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+from accelerate import Accelerator
+
 from textbox.config import Config
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.evaluator.evaluator import Evaluator
@@ -19,7 +22,7 @@ VALID_GENERATION_FILE = "valid_generation.txt"
 
 
 class RunValidation(ValidationHook):
-    def __init__(self, config: Config, accelerator: Any, evaluator: Evaluator, valid: EvalSet, run_dir: Path,
+    def __init__(self, config: Config, accelerator: Accelerator, evaluator: Evaluator, valid: EvalSet, run_dir: Path,
                  on_validation: OnValidation | None = None):
         self.config = config
         self.accelerator = accelerator
@@ -30,7 +33,7 @@ class RunValidation(ValidationHook):
         self.details: dict[str, dict[str, Any]] | None = None  # the latest scored validation's metric details
         self._report: EvalReport | None = None
 
-    def validate(self, model: Any) -> Validation:
+    def validate(self, model: torch.nn.Module) -> Validation:
         report = self.evaluator.validate(model, self.valid)
         self._report = report
         if report.details is not None:

@@ -15,17 +15,17 @@ from typing import Any, Callable
 from accelerate import Accelerator
 
 from textbox.config import TextBoxUserError
-from textbox.config.run_config import LAST_CHECKPOINT
+from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
 from textbox.model.efficient_checkpoint import save_model_files
-from textbox.model.record import EfficientRecord
-from textbox.trainer.nodes import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
+from textbox.model.built_model import EfficientRecord
+from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, resume_model_files, save_full_model
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
 TRAIN_STATE_FILE = "train_state.json"
-LAST = LAST_CHECKPOINT  # one home: the config layer recognises run directories by it
-BEST = "checkpoint_best"
+LAST = LAST_CHECKPOINT  # one home for both names: the config layer recognises run directories by them
+BEST = BEST_CHECKPOINT
 
 
 def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path,

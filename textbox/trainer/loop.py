@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.model.loss import forward_token_losses, target_tokens
-from textbox.model.record import EfficientRecord
+from textbox.model.built_model import EfficientRecord
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook

@@ -1,9 +1,9 @@
 """Sharded training through accelerate (FSDP, DeepSpeed ZeRO): what changes for the Trainer.
 
 - Devices: accelerate turns FSDP and DeepSpeed on only for GPU processes; on CPU processes (`Accelerator(cpu=True)`,
-  DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP. refuse_on_cpu says so and
-  stops the run instead (accelerate 1.15 / torch 2.13: state.py enables FSDP only for MULTI_GPU-like types and
-  DeepSpeed only when not cpu).
+  DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP.
+  textbox.config.launcher.refuse_sharding_on_cpu says so and stops the run instead (accelerate 1.15 / torch 2.13:
+  state.py enables FSDP only for MULTI_GPU-like types and DeepSpeed only when not cpu).
 - Optimiser and schedule: the engine's own when the DeepSpeed config defines them (accelerate's DummyOptim and
   DummyScheduler stand in until prepare), else ours; model, optimiser and (engine) schedule prepared together.
 - Checkpoints: the weights of a sharded model live on every process; accelerator.get_state_dict gathers the full
@@ -14,32 +14,13 @@
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
-from textbox.config import Config, TextBoxUserError
-from textbox.config.launcher import uses_deepspeed, uses_fsdp
+from textbox.config import Config
 from textbox.trainer.optim import build_optimizer, build_scheduler, parameter_groups, warmup_steps
-
-
-def refuse_on_cpu(cuda: bool, environ: Mapping[str, str] | None = None) -> None:
-    """FSDP or DeepSpeed asked of the launcher on a machine without CUDA: accelerate would train plain DDP."""
-    environ = os.environ if environ is None else environ
-    if cuda:
-        return
-    for asked, name in ((uses_fsdp(environ), "FSDP (--use_fsdp / distributed_type: FSDP)"),
-                        (uses_deepspeed(environ), "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)")):
-        if asked:
-            error = TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
-                                     f"sharded training on GPU processes only and would silently train plain DDP "
-                                     f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
-                                     f"ACCELERATE_USE_CPU=true) or on GPUs")
-            # every process finds it: the first process of each machine prints it
-            error.shown_elsewhere = environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
-            raise error
 
 
 def is_sharded(accelerator: Any) -> bool:

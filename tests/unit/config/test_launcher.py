@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from textbox.config.launcher import launcher_problems, sharded_training
+from textbox.config import TextBoxUserError, load_config
+from textbox.config.launcher import (agreed_mixed_precision, gpu_id_list, launcher_problems, refuse_sharding_on_cpu,
+                                     sharded_training)
 from textbox.utils.suggest import where as _where
 from textbox.config.schema import DEFAULTS
 
@@ -142,3 +144,47 @@ def test_ctranslate2_is_refused_where_the_weights_are_sharded(tmp_path: Path):
     assert sharded_training(zero3) == "DeepSpeed ZeRO-3"
     zero2 = deepspeed_file(tmp_path, {"zero_optimization": {"stage": 2}})
     assert problems(zero2, decoding_backend="ctranslate2") == [] and sharded_training(zero2) is None
+
+
+def _agreed(config) -> str:
+    return agreed_mixed_precision(config, config.source_of("mixed_precision"))
+
+
+@pytest.mark.parametrize("launcher, arguments, chosen", [
+    (None, ["--mixed_precision=bf16"], "bf16"),  # plain python: the config decides
+    ("bf16", [], "bf16"),  # accelerate launch --mixed_precision bf16, config left at its default
+    ("no", ["--mixed_precision=bf16"], "bf16"),  # launch without the flag exports 'no': the config decides
+    ("bf16", ["--mixed_precision=bf16"], "bf16"),  # both say the same
+])
+def test_precision_comes_from_whichever_of_launcher_and_config_set_it(monkeypatch, launcher, arguments, chosen):
+    if launcher is None:
+        monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
+    else:
+        monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", launcher)
+    assert _agreed(load_config(arguments)) == chosen
+
+
+@pytest.mark.parametrize("launcher, configured", [("bf16", "no"), ("fp16", "bf16")])
+def test_launcher_and_config_disagreeing_is_an_error(monkeypatch, launcher, configured):
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", launcher)
+    with pytest.raises(TextBoxUserError, match=f"--mixed_precision={configured} disagrees with the launcher's "
+                                               f"--mixed_precision={launcher}"):
+        _agreed(load_config([f"--mixed_precision={configured}"]))
+
+
+@pytest.mark.parametrize("value, ids", [(1, ["1"]), ("0,1", ["0", "1"]), ([2, 3], ["2", "3"]), (" 4 ", ["4"])])
+def test_gpu_id_forms_name_the_devices(value, ids):
+    assert gpu_id_list(value) == ids
+
+
+def test_fsdp_or_deepspeed_on_cpu_is_refused_not_dropped():
+    with pytest.raises(TextBoxUserError, match=r"asks for FSDP .* no CUDA GPU is visible: accelerate runs sharded "
+                                               r"training on GPU processes only and would silently train plain DDP"):
+        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true"})
+    with pytest.raises(TextBoxUserError, match="asks for DeepSpeed"):
+        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_DEEPSPEED": "true"})
+    with pytest.raises(TextBoxUserError) as second:  # every process finds it; each machine's first prints it
+        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true", "LOCAL_RANK": "1"})
+    assert second.value.shown_elsewhere
+    refuse_sharding_on_cpu(cuda=True, environ={"ACCELERATE_USE_FSDP": "true"})
+    refuse_sharding_on_cpu(cuda=False, environ={})

@@ -111,13 +111,14 @@ def test_an_explicit_model_must_fit_a_run_checkpoint_architecture(tmp_path, data
 
 def test_the_checkpoint_names_match_the_trainers():
     from textbox.config.run_config import LAST_CHECKPOINT, RUN_CONFIG
-    from textbox.trainer import checkpoint, run_dir
+    from textbox.pipeline import run_dir
+    from textbox.trainer import checkpoint
 
     assert LAST_CHECKPOINT == checkpoint.LAST and RUN_CONFIG == run_dir.CONFIG_FILE
 
 
 def test_a_resumed_run_rewrites_config_yaml_only_when_it_changed(tmp_path, data_dir):
-    from textbox.trainer.run_dir import write_run_config
+    from textbox.pipeline.run_dir import write_run_config
 
     run = write_run(tmp_path / "saved" / "first", f"--data_path={data_dir}", "--epochs=3")
     before = (run / "config.yaml").stat().st_mtime_ns, (run / "config.yaml").read_bytes()

@@ -11,7 +11,7 @@ from textbox.config.errors import ConfigError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.batching import EvalExamples
-from textbox.data.batch_layout import make_collator
+from textbox.data.collator_choice import make_collator
 from textbox.data.causal import CausalLMCollator
 from textbox.data.collate import Seq2SeqCollator
 from textbox.data.split import Split

@@ -11,8 +11,8 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.decoding.detokenize import one_line
 from textbox.decoding.engine import DecodingOptions
-from textbox.evaluator.generate import generate_sequences
-from textbox.model.loss import is_decoder_only
+from textbox.decoding.generate import generate_sequences
+from textbox.config.families import is_decoder_only_model
 
 
 def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, **config: Any) -> Any:
@@ -23,14 +23,14 @@ def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, **config: Any) -
     from textbox.data.collate import Seq2SeqCollator
     from textbox.evaluator.evaluator import Evaluator
 
-    collator = CausalLMCollator(tokenizer) if is_decoder_only(model) else Seq2SeqCollator(tokenizer.pad_token_id)
+    collator = CausalLMCollator(tokenizer) if is_decoder_only_model(model) else Seq2SeqCollator(tokenizer.pad_token_id)
     return Evaluator(Config({**DEFAULTS, "eval_batch_size": batch_size, **config}), Accelerator(cpu=True), tokenizer,
                      collator)
 
 
 def examples(model: Any, tokenizer: Any, sources: list[str]) -> list[dict[str, Any]]:
     """Tokenised sources (targets unused but for their length, which sorts the batches)."""
-    if is_decoder_only(model):
+    if is_decoder_only_model(model):
         return [{"input_ids": tokenizer(source)["input_ids"], "labels": [tokenizer.eos_token_id]} for source in sources]
     return [{"input_ids": tokenizer(source)["input_ids"], "labels": []} for source in sources]
 
@@ -48,7 +48,7 @@ def decode(model: Any, tokenizer: Any, sources: list[str], settings: dict[str, A
 @torch.no_grad()
 def generate_on_batches(model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any]) -> list[str]:
     """``model.generate`` with ``settings`` on each of ``loader``'s batches, texts in dataset order."""
-    decoder_only = is_decoder_only(model)
+    decoder_only = is_decoder_only_model(model)
     found: dict[int, list[str]] = {}
     for batch in loader:
         if decoder_only:
@@ -71,11 +71,11 @@ def generate_alone(model: Any, tokenizer: Any, sources: list[str], settings: dic
     texts = []
     for example in examples(model, tokenizer, sources):
         ids = example["input_ids"]
-        if is_decoder_only(model) and (not ids or ids[-1] != tokenizer.eos_token_id):
+        if is_decoder_only_model(model) and (not ids or ids[-1] != tokenizer.eos_token_id):
             ids = [*ids, tokenizer.eos_token_id]  # the separator (textbox.data.causal)
         output = model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                 **settings)
-        if is_decoder_only(model):
+        if is_decoder_only_model(model):
             output = output[:, len(ids):]
         texts.extend(one_line(text) for text in tokenizer.batch_decode(output, skip_special_tokens=True))
     return texts

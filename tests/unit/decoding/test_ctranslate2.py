@@ -17,7 +17,7 @@ from textbox.data.collate import Seq2SeqCollator
 from textbox.decoding.ctranslate2_cache import converted_model
 from textbox.decoding.detokenize import one_line
 from textbox.decoding.engine import DecodingOptions, choose_engine
-from textbox.evaluator.generate import generate_sequences, generate_texts
+from textbox.decoding.generate import generate_sequences, generate_texts
 
 EXAMPLES = 120
 

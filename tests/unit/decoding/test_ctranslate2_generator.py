@@ -9,7 +9,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.causal import CausalLMCollator
 from textbox.decoding.engine import DecodingOptions
-from textbox.evaluator.generate import generate_texts
+from textbox.decoding.generate import generate_texts
 from tests.causal_helpers import causal_tokenizer, tiny_model
 from tests.unit.decoding.conftest import SOURCES
 

@@ -10,7 +10,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import Seq2SeqCollator
 from textbox.decoding.detokenize import one_line
-from textbox.evaluator.generate import generate_sequences, generate_texts, write_generations
+from textbox.decoding.generate import generate_sequences, generate_texts, write_generations
 from textbox.evaluator.evaluator import Evaluator
 from tests.unit.decoding.conftest import SOURCES
 

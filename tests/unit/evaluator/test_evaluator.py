@@ -12,7 +12,7 @@ from textbox.config.loader import Config
 from textbox.data.collate import Seq2SeqCollator
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
-from textbox.evaluator.generate import generate_sequences
+from textbox.decoding.generate import generate_sequences
 from textbox.evaluator.metrics import compute_metrics
 from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
 

@@ -12,7 +12,7 @@ from textbox.config import TextBoxUserError
 from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
 from textbox.data.causal import CausalLMCollator
 from textbox.data.tokenize import encode_lm_targets, encode_within
-from textbox.evaluator.generate import generate_texts
+from textbox.decoding.generate import generate_texts
 from textbox.model import causal_lm
 from textbox.model.loss import forward_token_losses, target_tokens
 

@@ -15,7 +15,7 @@ from textbox.model.build import build_model
 from textbox.model.efficient import apply_efficient_methods
 from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.loading import load_saved_model
-from textbox.model.record import BuiltModel, EfficientRecord
+from textbox.model.built_model import BuiltModel, EfficientRecord
 from textbox.model.loss import forward_token_losses
 
 LOG = logging.getLogger("test_efficient")
@@ -153,7 +153,7 @@ def test_trains_generates_saves_the_trained_parameters_only_and_reloads(build, m
     full = sum(p.numel() * 4 for p in model.parameters())
     assert weights < 0.25 * full
 
-    # in the same process (textbox.pipeline.steps.evaluation_model) and as a new process's --model_path would load it
+    # in the same process (textbox.pipeline.recipe.evaluation_model) and as a new process's --model_path would load it
     assert torch.equal(_greedy(load_saved_model(saved, model), tokenizer), expected)
     built = hf_seq2seq.build(
         tiny_config(model="bart", model_path=str(saved), config_kwargs={}, tokenizer_kwargs={}), None)

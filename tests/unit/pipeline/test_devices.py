@@ -1,5 +1,5 @@
-"""The pipeline's set-up decisions: precision (config vs launcher), trackers, devices (--gpu_id), and the config
-summary of the log."""
+"""The pipeline's set-up decisions: trackers, devices (--gpu_id), and the config summary of the log (the
+launcher's precision and gpu_id list: tests/unit/config/test_launcher.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,31 +9,8 @@ import pytest
 import torch
 
 from textbox.config import TextBoxUserError, load_config
-from textbox.pipeline.devices import (build_accelerator, check_gpu_ids, export_gpu_id, gpu_ids,
-                                      resolve_mixed_precision)
+from textbox.pipeline.devices import build_accelerator, check_gpu_ids, export_gpu_id
 from textbox.pipeline.recipe import config_summary
-
-
-@pytest.mark.parametrize("launcher, arguments, chosen", [
-    (None, ["--mixed_precision=bf16"], "bf16"),  # plain python: the config decides
-    ("bf16", [], "bf16"),  # accelerate launch --mixed_precision bf16, config left at its default
-    ("no", ["--mixed_precision=bf16"], "bf16"),  # launch without the flag exports 'no': the config decides
-    ("bf16", ["--mixed_precision=bf16"], "bf16"),  # both say the same
-])
-def test_precision_comes_from_whichever_of_launcher_and_config_set_it(monkeypatch, launcher, arguments, chosen):
-    if launcher is None:
-        monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
-    else:
-        monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", launcher)
-    assert resolve_mixed_precision(load_config(arguments)) == chosen
-
-
-@pytest.mark.parametrize("launcher, configured", [("bf16", "no"), ("fp16", "bf16")])
-def test_launcher_and_config_disagreeing_is_an_error(monkeypatch, launcher, configured):
-    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", launcher)
-    with pytest.raises(TextBoxUserError, match=f"--mixed_precision={configured} disagrees with the launcher's "
-                                               f"--mixed_precision={launcher}"):
-        resolve_mixed_precision(load_config([f"--mixed_precision={configured}"]))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="fp16 is allowed where CUDA exists")
@@ -67,11 +44,6 @@ def test_config_summary_lists_changed_keys_with_their_source():
     assert "  learning_rate = 0.5  (command line)" in lines
     assert not any(line.startswith("  seed =") for line in lines)  # set, but to its default
     assert any(line.startswith("  config_kwargs = ") and line.endswith("transformer.yaml)") for line in lines)
-
-
-@pytest.mark.parametrize("value, ids", [(1, ["1"]), ("0,1", ["0", "1"]), ([2, 3], ["2", "3"]), (" 4 ", ["4"])])
-def test_gpu_id_forms_name_the_devices(value, ids):
-    assert gpu_ids(value) == ids
 
 
 def test_gpu_ids_that_all_exist_pass():

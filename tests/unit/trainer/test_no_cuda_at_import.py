@@ -1,4 +1,4 @@
-"""Importing the trainer, the evaluator and the pipeline's steps asks nothing of CUDA: --gpu_id must reach
+"""Importing the trainer, the evaluator and the pipeline asks nothing of CUDA: --gpu_id must reach
 CUDA_VISIBLE_DEVICES before CUDA starts, and the pipeline exports it only once these modules are imported."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 MODULES = ["textbox.trainer.loaders", "textbox.trainer.records", "textbox.trainer.loop", "textbox.evaluator.evaluator",
-           "textbox.pipeline.validation", "textbox.pipeline.steps"]
+           "textbox.pipeline.validation", "textbox.pipeline.recipe"]
 
 
 def test_no_cuda_call_at_import(monkeypatch):

@@ -1,0 +1,78 @@
+"""The run directory: unwritable or too full disks are reported before training. (--model_path=<run dir>
+continuing that run is resolved by the config loader: tests/unit/config/test_run_layers.py.)"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import namedtuple
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from textbox.config import TextBoxUserError
+from textbox.pipeline import run_dir as run_dirs
+from tests.unit.trainer.tiny import trainer_config
+
+
+@contextmanager
+def read_only(directory: Path) -> Iterator[None]:
+    """Make ``directory`` unwritable, also for root (which ignores permissions but not the immutable flag)."""
+    directory.chmod(0o555)
+    as_root = os.geteuid() == 0
+    if as_root and subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
+        directory.chmod(0o755)
+        pytest.skip("running as root on a file system without chattr +i: cannot make a directory read-only")
+    try:
+        yield
+    finally:
+        if as_root:
+            subprocess.run(["chattr", "-i", str(directory)], check=True)
+        directory.chmod(0o755)
+
+
+def _plan_and_make(config, accelerator):
+    """The pipeline's two steps: the run directory named and checked, then created."""
+    run_dir = run_dirs.plan_run_dir(config, accelerator)
+    run_dirs.make_run_dir(run_dir, config, accelerator)
+    return run_dir
+
+
+def test_a_read_only_saved_dir_is_reported_before_anything_runs(tmp_path, make_accelerator):
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    config = trainer_config(saved_dir=str(saved), filename="run")
+    with read_only(saved), pytest.raises(TextBoxUserError) as caught:
+        _plan_and_make(config, make_accelerator())
+    assert str(caught.value).startswith(f"--saved_dir={saved}: cannot write the run directory {saved / 'run'}")
+    assert "choose a writable --saved_dir" in str(caught.value)
+
+
+def test_a_read_only_run_directory_to_resume_is_reported(tmp_path, make_accelerator):
+    run = tmp_path / "saved" / "run"
+    run.mkdir(parents=True)
+    config = trainer_config(saved_dir=str(run.parent), filename="run", resume=True)
+    with read_only(run), pytest.raises(TextBoxUserError, match="cannot write the run directory"):
+        _plan_and_make(config, make_accelerator())
+
+
+def test_a_writable_run_directory_is_created_and_left_clean(tmp_path, make_accelerator):
+    config = trainer_config(saved_dir=str(tmp_path / "saved"), filename="run")
+    run = _plan_and_make(config, make_accelerator())
+    assert run == tmp_path / "saved" / "run" and run.is_dir() and not any(run.iterdir())
+
+
+def test_too_little_free_space_is_reported_with_both_sizes(tmp_path, make_accelerator, monkeypatch):
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**30, 2**30 - 2**20, 2**20))
+    with pytest.raises(TextBoxUserError, match=f"{tmp_path} has 1.0 MiB free but this run's checkpoints need "
+                                               f"about 8.0 MiB"):
+        run_dirs.check_free_space(tmp_path, 8 * 2**20, make_accelerator())
+    run_dirs.check_free_space(tmp_path, 2**19, make_accelerator())  # enough: no error
+
+
+def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=2) == 800  # best x2, last (weights + 2 moments) x2
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=5) == 1200  # and 3 + 1 checkpoint-<step>

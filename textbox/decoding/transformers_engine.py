@@ -1,0 +1,53 @@
+"""The transformers engine: ``model.generate`` over a (possibly distributed) evaluation DataLoader, for every model
+and setting (textbox.decoding.engine chooses it where CTranslate2 cannot decode). Texts come back in dataset order.
+
+Decoder-only LMs (textbox.data.causal) generate from ``prompt_ids``, the source left-padded so that every prompt
+ends where generation continues; only the new tokens are kept.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
+
+from textbox.config.families import is_decoder_only_model
+from textbox.decoding.ctranslate2_settings import effective_config
+from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.lengths import new_token_bounds
+from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
+
+
+@torch.no_grad()
+def transformers_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
+                           loader: DataLoader, settings: dict[str, Any], description: str) -> list[list[str]]:
+    """Every example's num_return_sequences texts, best first, in dataset order, on every process."""
+    unwrapped = accelerator.unwrap_model(model)
+    was_training = unwrapped.training
+    unwrapped.eval()
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    effective = effective_config(unwrapped.generation_config, settings)
+    settings = with_in_place_ngram_blocking(settings, unwrapped.generation_config)
+    if settings.get("stop_strings") is not None:
+        settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
+    decoder_only = is_decoder_only_model(unwrapped)
+    with BackgroundDetokenizer(tokenizer) as detokenizer:
+        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
+            if decoder_only:
+                inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_attention_mask"]}
+            else:
+                inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+            # where max_length leaves no room for a new token: a clear error instead of generate's ValueError
+            new_token_bounds(effective, inputs["input_ids"].shape[1] if decoder_only else 1)
+            with accelerator.autocast():
+                ids = unwrapped.generate(**inputs, **settings)
+            if decoder_only:  # generate returns prompt + new tokens
+                ids = ids[:, inputs["input_ids"].shape[1]:]
+            ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
+            detokenizer.submit(*accelerator.gather((ids, batch["index"])))
+        sequences = detokenizer.sequences(len(loader.dataset))
+    unwrapped.train(was_training)
+    return sequences
