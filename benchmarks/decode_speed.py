@@ -201,7 +201,7 @@ def main() -> None:
 
     from textbox.data import Seq2SeqCollator, read_splits, tokenize_splits
     from textbox.decoding.engine import DecodingOptions
-    from textbox.evaluator.generate import generate_texts
+    from textbox.decoding.generate import generate_texts
     from textbox.evaluator.evaluator import Evaluator
     from textbox.model.build import build_model
     from textbox.pipeline.devices import build_accelerator
