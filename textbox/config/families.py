@@ -7,7 +7,7 @@ fact is declared here once, so that no layer keeps its own list of names. It liv
 data/ and model/ are siblings that never import each other and both sit above config/. Standard library only:
 config validation and ``--help`` import it.
 
-A family has a *kind*: the builder that loads it and the row of textbox.model.keys.SUPPORT that says which keys
+A family has a *kind*: the builder that loads it and the row of textbox.config.family_keys.SUPPORT that says which keys
 that builder honours (transformer, seq2seq, causal_lm, encoder_decoder, rnn). Most facts belong to the kind;
 the mask token is known per name (T5 and Marian tokenizers have none).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.model.keys).
+# Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.config.family_keys).
 TRANSFORMER, SEQ2SEQ, CAUSAL_LM, ENCODER_DECODER, RNN = "transformer", "seq2seq", "causal_lm", "encoder_decoder", "rnn"
 RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint; its ``cell`` is the family
 # The config.json model_types ctranslate2.converters.TransformersConverter converts, and the CTranslate2 class that

@@ -5,7 +5,7 @@
 softmax of transformers' eager attention (forward + backward, 80 x 8 heads x 24 tokens x 64: flash 80.6 ms, math
 31.3 ms, eager 15.3 ms on one thread; float32 all within 25%), and at d=512 6+6 layers on multi30k a bf16
 training step was 1.34x faster with eager attention (docs/speedups.md). Models without a choice (the RNNs) keep
-theirs; textbox.model.keys refuses an explicit choice for them.
+theirs; textbox.config.family_keys refuses an explicit choice for them.
 """
 from __future__ import annotations
 

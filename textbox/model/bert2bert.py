@@ -14,7 +14,7 @@ from transformers import AutoConfig, AutoTokenizer, EncoderDecoderConfig, Encode
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import ENCODER_DECODER
-from textbox.model import keys
+from textbox.config import family_keys as keys
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts

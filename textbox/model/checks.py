@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from textbox.config import Config, languages
 from textbox.config.families import FAMILIES, REFUSED_MODELS
-from textbox.model import keys, quantization
+from textbox.config import family_keys as keys
+from textbox.model import quantization
 from textbox.model.efficient import method_problems
 from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 from textbox.model.files import damaged_files
@@ -24,7 +25,7 @@ def problems(config: Config) -> list[str]:
 
 def _model_problems(config: Config) -> list[str]:
     """A known model with the paths it needs, and no key set that its builder cannot honour
-    (textbox/model/keys.py declares, per family, what each builder honours)."""
+    (textbox/config/family_keys.py declares, per family, what each builder honours)."""
     where = config.where
     name = config["model"].lower()
     if name in REFUSED_MODELS:
@@ -81,7 +82,7 @@ def _efficient_problems(config: Config) -> list[str]:
 
 def _pretraining_problems(config: Config) -> list[str]:
     """Denoising replaces spans with a mask token: families known to lack one (textbox.config.families) are refused here (the collator
-    checks any other loaded tokenizer; decoder-only families are refused by textbox/model/keys.py)."""
+    checks any other loaded tokenizer; decoder-only families are refused by textbox/config/family_keys.py)."""
     name = config["model"].lower()
     if config["pretrain_task"] is None or name not in FAMILIES or FAMILIES[name].mask_token is not False:
         return []
@@ -91,6 +92,6 @@ def _pretraining_problems(config: Config) -> list[str]:
 
 def _quantization_problems(config: Config) -> list[str]:
     """--quantization and its settings (textbox/model/quantization.py; the families it cannot apply to are
-    refused by textbox/model/keys.py)."""
+    refused by textbox/config/family_keys.py)."""
     return quantization.problems(dict(config.items()), lambda key: config.source_of(key) != "default", config.where,
                                  is_efficient_checkpoint(config["model_path"]))

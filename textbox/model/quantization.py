@@ -5,7 +5,7 @@ trained on top (QLoRA: NF4 + LoRA).
 What is decided where:
 - which combinations make sense (a method on top, a pretrained checkpoint, no FSDP/DeepSpeed, 4-bit settings only
   with 4-bit) is checked with the other model keys before anything is built (``problems``, called by
-  textbox.model.checks; textbox.model.keys refuses it for the families it cannot apply to);
+  textbox.model.checks; textbox.config.family_keys refuses it for the families it cannot apply to);
 - the builders pass ``load_settings`` to ``from_pretrained`` (textbox.model.loading), which prepares a quantised
   model for training (peft's ``prepare_model_for_kbit_training``: every base weight frozen);
 - checkpoint_best holds the adapter and ``QUANTIZATION_RECORD``, the settings that quantise its base again
@@ -156,7 +156,7 @@ def problems(values: Mapping[str, Any], given: Callable[[str], bool], where: Cal
     if importlib.util.find_spec("bitsandbytes") is None:
         found.append(f"{where('quantization')}={method} needs the bitsandbytes package: pip install bitsandbytes "
                      f"(or pip install -e \".[quantization]\")")
-    if values["from_scratch"]:  # without --model_path: refused by textbox.model.keys for the families it concerns
+    if values["from_scratch"]:  # without --model_path: textbox.config.family_keys refuses it where it does not apply
         found.append(f"{where('quantization')}={method} quantises the weights of a pretrained checkpoint; a model "
                      f"built from scratch has none: drop --from_scratch=True or --quantization")
     methods = list(values["efficient_methods"])

@@ -47,7 +47,7 @@ class ModelEntry:
 
     @property
     def family(self) -> str:
-        """The row of textbox.model.keys.SUPPORT: which keys its builder honours, where (the family's kind)."""
+        """The row of textbox.config.family_keys.SUPPORT: which keys its builder honours, where (the family's kind)."""
         return self.facts.kind.name
 
 
@@ -56,13 +56,13 @@ MODELS: dict[str, ModelEntry] = {}
 
 def register(facts: Family, builder: str, description: str) -> None:
     """Add a model; a duplicate name, or a kind whose key support is not declared, is a programming error."""
-    from textbox.model.keys import SUPPORT
+    from textbox.config.family_keys import SUPPORT
 
     if facts.name in MODELS:
         raise ValueError(f"model {facts.name!r} is registered twice")
     if facts.kind.name not in SUPPORT:
         raise ValueError(f"model {facts.name!r}: kind {facts.kind.name!r} declares no key support in "
-                         f"textbox.model.keys")
+                         f"textbox.config.family_keys")
     MODELS[facts.name] = ModelEntry(facts.name, builder, description, facts)
 
 

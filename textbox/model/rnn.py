@@ -9,7 +9,7 @@ from __future__ import annotations
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from textbox.config import Config, TextBoxUserError
-from textbox.model.keys import RNN_SETTINGS, TOKENIZER_FACTS, config_settings
+from textbox.config.family_keys import RNN_SETTINGS, TOKENIZER_FACTS, config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
@@ -24,7 +24,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Reload ``config.model_path`` (an RNN checkpoint, e.g. a run's checkpoint_best) or train the transformer
     model's BPE tokenizer on ``train_split`` and build a fresh model whose cell is ``config.model``."""
     cell = config.model.lower()
-    if config.model_path:  # the config_kwargs the user set apply over the checkpoint's (textbox.model.keys)
+    if config.model_path:  # the config_kwargs the user set apply over the checkpoint's (textbox.config.family_keys)
         register_auto_classes()  # the checkpoint loads through AutoConfig / AutoModelForSeq2SeqLM
         settings = config_settings(config, "config_kwargs")
         model_config = load_config(config.model_path, settings)

@@ -12,7 +12,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartF
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import RNN_MODEL_TYPE
 from textbox.model import quantization
-from textbox.model.keys import config_settings
+from textbox.config.family_keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
                                    reject_unknown_config_kwargs, set_generation_length)
 from textbox.model.built_model import BuiltModel, TrainingTexts
@@ -26,7 +26,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Reload ``config.model_path`` as saved, or train a tokenizer on ``train_split`` and build a fresh model.
 
     configs/model/transformer.yaml's config_kwargs and tokenizer_kwargs describe a new model; over a checkpoint
-    only the config_kwargs the user set apply (textbox.model.keys says which keys are honoured where).
+    only the config_kwargs the user set apply (textbox.config.family_keys says which keys are honoured where).
     """
     if config.model_path:
         return BuiltModel(_reload(config), from_pretrained(AutoTokenizer.from_pretrained, config.model_path))

@@ -15,7 +15,7 @@ from textbox.data.collator_choice import make_collator
 from textbox.data.causal import CausalLMCollator
 from textbox.data.tokenize import decoder_only
 from textbox.decoding.engine import _static_refusals
-from textbox.model import keys
+from textbox.config import family_keys as keys
 from textbox.model.checks import _pretraining_problems
 from textbox.model.registry import BUILDERS, MODELS
 

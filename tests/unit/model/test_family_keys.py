@@ -1,5 +1,5 @@
-"""No key is silently ignored: what each model family's builder honours (textbox/model/keys.py), refusals reported
-by config validation before anything is built, and the keys that builders now honour instead of ignoring."""
+"""No key is silently ignored: what each model family's builder honours (textbox/config/family_keys.py), refusals
+reported by config validation before anything is built, and the keys that builders now honour instead of ignoring."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from textbox.config.errors import ConfigError
 from textbox.checks import load_checked_config
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.model import keys
+from textbox.config import family_keys as keys
 from textbox.model.registry import MODELS
 from tests.conftest import PROJECT_ROOT
 
