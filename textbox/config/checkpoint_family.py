@@ -1,8 +1,8 @@
 """Which registry model (``--model``) a checkpoint is, read from the small files it holds, never from its weights.
 
 ``--model_path`` alone must pick the right family, so that the family's yaml layer (learning rate, schedule,
-warm-up) applies as if ``--model`` had been given. The one table of Hugging Face model types is here (what each
-``--model`` name is: textbox.config.families). Standard library only
+warm-up) applies as if ``--model`` had been given. The rules it applies (which model_type and which head is which
+family) are rows of the family table, textbox.config.families; this module reads the files. Standard library only
 (huggingface_hub is imported lazily, for a hub id): config validation and ``--help`` stay fast.
 """
 from __future__ import annotations
@@ -13,35 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, RNN, RNN_MODEL_TYPE, SEQ2SEQ, names_of
+from textbox.config.families import (CAUSAL_HEADS, CAUSAL_LM, ENCODER_DECODER, ENCODER_HEADS, FAMILIES,
+                                     FAMILY_OF_MODEL_TYPE, RNN, RNN_MODEL_TYPE, SEQ2SEQ, SEQ2SEQ_LM_HEADS, names_of)
 
 MODEL_CONFIG = "config.json"
 ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
 BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient_checkpoint.py)
 
-# Hugging Face model_type -> registry name (textbox/model/registry.py). Types not listed are placed by the
-# generic rules of family_of_model_config (is_encoder_decoder, architectures).
-FAMILY_OF_MODEL_TYPE: dict[str, str] = {
-    "bart": "bart", "t5": "t5", "mt5": "t5", "umt5": "t5", "mbart": "mbart", "pegasus": "pegasus",
-    "pegasus_x": "pegasus", "marian": "marian", "led": "led", "blenderbot": "blenderbot",
-    "blenderbot-small": "blenderbot", "prophetnet": "prophetnet", "xlm-prophetnet": "prophetnet",
-    "gpt2": "gpt2", "opt": "opt", "llama": "llama",
-    "encoder-decoder": "encoder_decoder",
-    **{encoder: "bert2bert" for encoder in (
-        "bert", "bert-generation", "roberta", "xlm-roberta", "xlm-roberta-xl", "electra", "distilbert", "albert",
-        "deberta", "deberta-v2", "camembert", "mpnet", "ernie", "rembert", "megatron-bert", "roformer", "xlm",
-        "flaubert", "funnel", "convbert", "modernbert", "nezha", "data2vec-text", "xmod", "mobilebert", "squeezebert",
-        "ibert", "layoutlm", "canine", "big_bird", "nystromformer", "yoso", "luke", "mra")},
-}
 # The --model names of each kind (textbox.config.families): which names accept which checkpoints.
 SEQ2SEQ_FAMILIES = names_of(SEQ2SEQ)
 DECODER_ONLY_FAMILIES = names_of(CAUSAL_LM)
 PAIR_FAMILIES = names_of(ENCODER_DECODER)  # one builder: EncoderDecoderModel
 RNN_FAMILIES = names_of(RNN)
-_CAUSAL_HEADS = ("ForCausalLM", "LMHeadModel", "ModelWithLMHead")
-_SEQ2SEQ_LM_HEADS = ("ForSeq2SeqLM",)  # ForConditionalGeneration is also a multimodal decoder-only's head
-_ENCODER_HEADS = ("ForMaskedLM", "ForPreTraining", "ForSequenceClassification", "ForTokenClassification",
-                  "ForQuestionAnswering", "ForMultipleChoice")
 
 
 class FamilyError(Exception):
@@ -69,11 +52,11 @@ def family_of_model_config(config: dict[str, Any]) -> str | None:
     architectures = [str(name) for name in config.get("architectures") or []]
     if config.get("is_encoder_decoder") is True:
         return "seq2seq"
-    if any(name.endswith(_CAUSAL_HEADS) for name in architectures):
+    if any(name.endswith(CAUSAL_HEADS) for name in architectures):
         return "causal_lm"
-    if any(name.endswith(_SEQ2SEQ_LM_HEADS) for name in architectures):
+    if any(name.endswith(SEQ2SEQ_LM_HEADS) for name in architectures):
         return "seq2seq"
-    if any(name.endswith(_ENCODER_HEADS) for name in architectures):
+    if any(name.endswith(ENCODER_HEADS) for name in architectures):
         return "bert2bert"
     return None
 

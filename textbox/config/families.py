@@ -1,9 +1,10 @@
 """What each model family (``--model``) is: the one table every layer asks.
 
 Data (how targets are tokenised, which collator batches them), the model registry (which builder loads it),
-config validation (which keys make sense), checkpoint detection (which names accept which checkpoints) and the
-decoding engine (whether CTranslate2 can run it) all need facts about a family before any model exists. Each
-fact is declared here once, so that no layer keeps its own list of names. It lives in the config layer because
+config validation (which keys make sense: textbox.config.family_keys, beside this table), checkpoint detection
+(which model_types and heads are which names, which names accept which checkpoints) and the decoding engine
+(which model_types CTranslate2 converts) all need facts about a family before any model exists. Each fact is
+declared here once, so that no layer keeps its own list of names. It lives in the config layer because
 data/ and model/ are siblings that never import each other and both sit above config/. Standard library only:
 config validation and ``--help`` import it.
 
@@ -24,6 +25,25 @@ RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint;
 # CTranslate2 may run it at all; the checkpoint's model_type decides in the end.
 CTRANSLATE2_TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
 CTRANSLATE2_GENERATOR_TYPES = ("gpt2", "opt", "llama")
+
+# Checkpoint detection (textbox.config.checkpoint_family): a config.json's model_type -> the --model name it is.
+# Types not listed are placed by the generic rules: is_encoder_decoder, then the head its architectures name.
+FAMILY_OF_MODEL_TYPE: dict[str, str] = {
+    "bart": "bart", "t5": "t5", "mt5": "t5", "umt5": "t5", "mbart": "mbart", "pegasus": "pegasus",
+    "pegasus_x": "pegasus", "marian": "marian", "led": "led", "blenderbot": "blenderbot",
+    "blenderbot-small": "blenderbot", "prophetnet": "prophetnet", "xlm-prophetnet": "prophetnet",
+    "gpt2": "gpt2", "opt": "opt", "llama": "llama",
+    "encoder-decoder": "encoder_decoder",
+    **{encoder: "bert2bert" for encoder in (
+        "bert", "bert-generation", "roberta", "xlm-roberta", "xlm-roberta-xl", "electra", "distilbert", "albert",
+        "deberta", "deberta-v2", "camembert", "mpnet", "ernie", "rembert", "megatron-bert", "roformer", "xlm",
+        "flaubert", "funnel", "convbert", "modernbert", "nezha", "data2vec-text", "xmod", "mobilebert", "squeezebert",
+        "ibert", "layoutlm", "canine", "big_bird", "nystromformer", "yoso", "luke", "mra")},
+}
+CAUSAL_HEADS = ("ForCausalLM", "LMHeadModel", "ModelWithLMHead")
+SEQ2SEQ_LM_HEADS = ("ForSeq2SeqLM",)  # ForConditionalGeneration is also a multimodal decoder-only's head
+ENCODER_HEADS = ("ForMaskedLM", "ForPreTraining", "ForSequenceClassification", "ForTokenClassification",
+                 "ForQuestionAnswering", "ForMultipleChoice")
 
 
 @dataclass(frozen=True)

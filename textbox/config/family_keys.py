@@ -122,6 +122,9 @@ SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     },
 }
 
+if set(SUPPORT) != set(KINDS):  # a kind added to the family table without its row is a programming error
+    raise ValueError(f"kinds without key support: {sorted(set(KINDS) - set(SUPPORT))}")
+
 # What "honoured" means where it is not obvious (docs/model_keys.md prints these under the table).
 NOTES = {
     (TRANSFORMER, CHECKPOINT, "from_scratch"): "the checkpoint's architecture and tokenizer, new weights",

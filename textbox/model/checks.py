@@ -13,7 +13,6 @@ from textbox.model import quantization
 from textbox.model.efficient import method_problems
 from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 from textbox.model.files import damaged_files
-from textbox.model.registry import MODELS
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
 
@@ -30,12 +29,12 @@ def _model_problems(config: Config) -> list[str]:
     name = config["model"].lower()
     if name in REFUSED_MODELS:
         return [f"{where('model')}: TextBox 2.0's model {config['model']!r} is not provided: {REFUSED_MODELS[name]}"]
-    if name not in MODELS:
-        return [f"{where('model')}: unknown model {config['model']!r}{suggest(name, MODELS)}; "
-                f"available: {', '.join(sorted(MODELS))}"]
+    if name not in FAMILIES:
+        return [f"{where('model')}: unknown model {config['model']!r}{suggest(name, FAMILIES)}; "
+                f"available: {', '.join(sorted(FAMILIES))}"]
     found = []
     path = config["model_path"]
-    if MODELS[name].needs_model_path and not path:
+    if FAMILIES[name].needs_model_path and not path:
         found.append(f"{where('model')}: model {name!r} needs --model_path=<hub id or local directory>")
     if path and missing_local_path(path):
         found.append(f"{where('model_path')}: directory {path} does not exist")
@@ -46,7 +45,7 @@ def _model_problems(config: Config) -> list[str]:
             found.append(f"{where(key)}: {'; '.join(damaged)}; the checkpoint is damaged (e.g. an interrupted "
                          f"copy or a full disk): restore it from a copy, or write it again")
     sources = {key: config.source_of(key) for key in config}
-    found.extend(keys.problems(MODELS[name].family, config, sources, where))
+    found.extend(keys.problems(FAMILIES[name].kind.name, config, sources, where))
     return found
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from textbox.config import checkpoint_family as families
 from textbox.config.checkpoint_family import Detected, FamilyError, accepts, compatible, detect, family_of_model_config
-from textbox.model.registry import MODELS
+from textbox.config.families import FAMILIES
 
 
 def write_config(directory: Path, **fields) -> Path:
@@ -36,7 +36,7 @@ def write_config(directory: Path, **fields) -> Path:
 ])
 def test_the_table_maps_model_types_to_registry_names(fields, family):
     assert family_of_model_config(fields) == family
-    assert family is None or family in MODELS
+    assert family is None or family in FAMILIES
 
 
 def test_the_generic_rules_agree_with_transformers_own_model_mappings():

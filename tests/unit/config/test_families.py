@@ -17,7 +17,7 @@ from textbox.data.tokenize import decoder_only
 from textbox.decoding.engine import _static_refusals
 from textbox.config import family_keys as keys
 from textbox.model.checks import _pretraining_problems
-from textbox.model.registry import BUILDERS, MODELS
+from textbox.model.registry import BUILDERS, get_builder
 
 NAMES = sorted(families.FAMILIES)
 TOKENIZER = SimpleNamespace(pad_token_id=1, eos_token_id=2)
@@ -27,13 +27,16 @@ def values(**changes) -> dict:
     return {**DEFAULTS, **changes}
 
 
-def test_the_registry_holds_exactly_the_table_with_a_builder_and_key_support_per_kind():
-    assert sorted(MODELS) == NAMES
+def test_every_name_in_the_table_has_a_builder_and_key_support_through_its_kind():
+    assert set(BUILDERS) == set(families.KINDS) == set(keys.SUPPORT)
     for name in NAMES:
-        entry = MODELS[name]
-        assert entry.facts is families.family(name)
-        assert entry.builder == BUILDERS[entry.facts.kind.name]
-        assert entry.family in keys.SUPPORT and entry.needs_model_path == (not entry.facts.kind.builds_new)
+        facts = families.family(name)
+        module, function = BUILDERS[facts.kind.name].split(":")
+        built_by = get_builder(name)
+        assert (built_by.__module__, built_by.__name__) == (module, function)
+        assert facts.needs_model_path == (not facts.kind.builds_new)
+    with pytest.raises(KeyError, match="unknown model 'gtp2'.*gpt2"):
+        get_builder("gtp2")
     assert families.family("GPT2") is families.FAMILIES["gpt2"]  # --model is case-insensitive
     with pytest.raises(KeyError):
         families.family("gtp2")
@@ -47,8 +50,8 @@ def test_tokenisation_and_batching_ask_the_table_whether_a_model_is_decoder_only
     assert isinstance(make_collator(config, TOKENIZER), CausalLMCollator) is expected
     assert (name in DECODER_ONLY_FAMILIES) is expected  # checkpoint detection: which names take a causal LM
     # key support: a decoder-only family refuses denoising, the encoder-decoders' rows do not
-    refused = keys.SUPPORT[MODELS[name].family][keys.CHECKPOINT]["pretrain_task"] if \
-        keys.CHECKPOINT in keys.SUPPORT[MODELS[name].family] else keys.HONOURED
+    refused = keys.SUPPORT[families.family(name).kind.name][keys.CHECKPOINT]["pretrain_task"] if \
+        keys.CHECKPOINT in keys.SUPPORT[families.family(name).kind.name] else keys.HONOURED
     assert isinstance(refused, keys.Refusal) is expected
 
 

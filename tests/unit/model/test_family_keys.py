@@ -14,7 +14,7 @@ from textbox.checks import load_checked_config
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.config import family_keys as keys
-from textbox.model.registry import MODELS
+from textbox.config.families import FAMILIES
 from tests.conftest import PROJECT_ROOT
 
 
@@ -54,9 +54,9 @@ def saved_rnn(tmp_path_factory, train_split) -> Path:
 
 
 # --- the declared table -------------------------------------------------------------------------------
-def test_every_registered_model_has_a_family_that_declares_every_key():
-    for entry in MODELS.values():
-        for situation, supports in keys.SUPPORT[entry.family].items():
+def test_every_model_has_a_family_that_declares_every_key():
+    for entry in FAMILIES.values():
+        for situation, supports in keys.SUPPORT[entry.kind.name].items():
             assert set(supports) == set(keys.TABLE_KEYS), (entry.name, situation)
 
 
