@@ -14,8 +14,8 @@ from typing import Any, Iterable, Mapping
 
 from textbox.config import Config, ConfigError
 from textbox.config.loader import resolve_config
-from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.config.validate import check_semantics, type_problems
+from textbox.config.schema import SCHEMA
+from textbox.config.validate import typed_then_semantics
 from textbox.data import builtin as datasets
 from textbox.data import readers
 from textbox.decoding import engine as decoding
@@ -46,10 +46,8 @@ def check_config(config: Config) -> None:
     if problems:
         raise ConfigError(problems)
     sources = {name: config.source_of(name) for name in config}
-    problems, mistyped = type_problems(config, sources)
-    checkable = Config({name: DEFAULTS[name] if name in mistyped else value for name, value in config.items()},
-                       sources)
-    raise_problems([*problems, *check_semantics(checkable, sources), *registry_problems(checkable)])
+    problems, checkable = typed_then_semantics(dict(config.items()), sources)
+    raise_problems([*problems, *registry_problems(Config(checkable, sources))])
 
 
 def registry_problems(config: Config) -> list[str]:

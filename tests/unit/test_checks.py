@@ -89,3 +89,17 @@ def test_a_command_line_run_checks_its_config_once(data: Path, monkeypatch):
     assert len(calls) == 1 and seen[0].checked
     check_config(seen[0].replace(epochs=2))
     assert len(calls) == 2
+
+
+def test_a_command_line_and_a_config_made_elsewhere_get_types_then_cross_key_rules_alike(data: Path):
+    """Both doors run textbox.config.validate.typed_then_semantics: a mistyped key is reported once, and the
+    cross-key rules still run (on its default), so that one error lists both."""
+    with pytest.raises(ConfigError) as from_argv:
+        load_checked_config([f"--data_path={data}", "--epochs=abc", "--train_batch_size=0"])
+    assert from_argv.value.problems == ["--epochs expects int, got str 'abc'",
+                                        "--train_batch_size must be at least 1, got 0"]
+    values = {**DEFAULTS, "data_path": str(data), "epochs": "abc", "train_batch_size": 0}
+    with pytest.raises(ConfigError) as made_elsewhere:
+        check_config(Config(values, {"epochs": "made.yaml", "train_batch_size": "made.yaml"}))
+    assert made_elsewhere.value.problems == ["epochs (from made.yaml) expects int, got str 'abc'",
+                                             "train_batch_size (from made.yaml) must be at least 1, got 0"]

@@ -23,7 +23,7 @@ from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers,
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.config.textbox_translate import check_translations, translate_layer
-from textbox.config.validate import check_semantics, type_problems
+from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
 
 _CONFIG_HEADER = ("# Every key of this run, merged. Rerun it: python run_textbox.py --config_files=<this file>\n"
@@ -193,18 +193,14 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
 def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLayer | None,
                     problems: list[str]) -> dict[str, Any]:
-    """Types first, then (choices lowercased) what a resumed run may not change and the cross-key checks. The
-    cross-key checks run even when some keys are mistyped, on their defaults (the values returned), so that every
-    problem is reported in one go."""
-    mistyped_problems, mistyped = type_problems(values, sources)
-    problems.extend(mistyped_problems)
-    for name, value in values.items():
-        if name not in mistyped and SCHEMA[name].choices and isinstance(value, str):
-            values[name] = value.lower()
-    if run is not None and run.resuming and not mistyped:
-        problems.extend(resume_changes(values, sources, run, lambda name: where(name, sources)))
-    checkable = {k: DEFAULTS[k] if k in mistyped else v for k, v in values.items()}
-    problems.extend(check_semantics(checkable, sources))
+    """Types first, then (choices lowercased) what a resumed run may not change and the cross-key checks
+    (textbox.config.validate.typed_then_semantics)."""
+    resumed = run if run is not None and run.resuming else None
+    found, checkable = typed_then_semantics(
+        values, sources, lowercase_choices=True,
+        when_typed=None if resumed is None else
+        lambda typed: resume_changes(typed, sources, resumed, lambda name: where(name, sources)))
+    problems.extend(found)
     return checkable
 
 

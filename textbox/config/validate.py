@@ -7,11 +7,11 @@ textbox/checks.py gathers both into one report before anything runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from textbox.config.argv import quoting_hint
 from textbox.config.launcher import launcher_problems
-from textbox.config.schema import SCHEMA
+from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.config.textbox_values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
@@ -19,6 +19,24 @@ from textbox.utils.suggest import where as where_set
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
 _NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples")
+
+
+def typed_then_semantics(values: Mapping[str, Any], sources: Mapping[str, str], lowercase_choices: bool = False,
+                         when_typed: Callable[[dict[str, Any]], list[str]] | None = None,
+                         ) -> tuple[list[str], dict[str, Any]]:
+    """Each key's type first, then the cross-key rules: the problems, and the values those rules saw. The rules run
+    even when some keys are mistyped, on their defaults (the values returned), so that every problem is reported in
+    one go. ``lowercase_choices``: a choice is stored lowercased (the loader's Config); ``when_typed``: checks that
+    need every key well typed (what a resumed run may not change), made only then, before the cross-key rules."""
+    problems, mistyped = type_problems(values, sources)
+    checkable = {name: DEFAULTS[name] if name in mistyped else value for name, value in values.items()}
+    if lowercase_choices:
+        checkable = {name: value.lower() if name not in mistyped and SCHEMA[name].choices and isinstance(value, str)
+                     else value for name, value in checkable.items()}
+    if when_typed is not None and not mistyped:
+        problems.extend(when_typed(checkable))
+    problems.extend(check_semantics(checkable, sources))
+    return problems, checkable
 
 
 def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[list[str], set[str]]:
