@@ -144,7 +144,7 @@ def fit(run: RunContext, trainer: Trainer, built: Built, evaluator: Evaluator,
     validation = None
     if "valid" in built.splits:
         valid = EvalSet(built.tokenized["valid"], built.splits["valid"])
-        validation = RunValidation(run.config, run.accelerator, evaluator, valid, run.run_dir, on_validation)
+        validation = RunValidation(run, evaluator, valid, on_validation)
     started = time.perf_counter()
     state = trainer.fit(built.tokenized["train"], validation)
     results: dict[str, Any] = {"train_seconds": round(time.perf_counter() - started, 1)}  # validation included

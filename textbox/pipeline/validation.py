@@ -3,16 +3,14 @@ metrics_for_best_model turn its figures into the selection value, and what goes 
 (valid_generation.txt beside checkpoint_best, the caller's on_validation)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from accelerate import Accelerator
 
-from textbox.config import Config
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.selection import selection_score
+from textbox.pipeline.context import RunContext
 from textbox.trainer.hooks import Validation, ValidationHook
 from textbox.utils.atomic import write_text_atomic
 
@@ -22,13 +20,10 @@ VALID_GENERATION_FILE = "valid_generation.txt"
 
 
 class RunValidation(ValidationHook):
-    def __init__(self, config: Config, accelerator: Accelerator, evaluator: Evaluator, valid: EvalSet, run_dir: Path,
-                 on_validation: OnValidation | None = None):
-        self.config = config
-        self.accelerator = accelerator
+    def __init__(self, run: RunContext, evaluator: Evaluator, valid: EvalSet, on_validation: OnValidation | None = None):
+        self.run = run
         self.evaluator = evaluator
         self.valid = valid
-        self.run_dir = Path(run_dir)
         self.on_validation = on_validation
         self.details: dict[str, dict[str, Any]] | None = None  # the latest scored validation's metric details
         self._report: EvalReport | None = None
@@ -38,15 +33,15 @@ class RunValidation(ValidationHook):
         self._report = report
         if report.details is not None:
             self.details = report.details
-        names = self.config.metrics_for_best_model
-        return Validation(report.figures, selection_score(report.figures, names, self.config))
+        names = self.run.config.metrics_for_best_model
+        return Validation(report.figures, selection_score(report.figures, names, self.run.config))
 
     def new_best(self, validation: Validation) -> None:
         """The best validation's generations go with checkpoint_best (when validation generated)."""
         texts = self._report.texts if self._report is not None else None
-        if texts is not None and self.accelerator.is_main_process:
-            write_text_atomic(self.run_dir / VALID_GENERATION_FILE, "".join(text + "\n" for text in texts))
+        if texts is not None and self.run.is_main_process:
+            write_text_atomic(self.run.run_dir / VALID_GENERATION_FILE, "".join(text + "\n" for text in texts))
 
     def validated(self, step: int, validation: Validation) -> None:
-        if self.on_validation is not None and self.accelerator.is_main_process:
+        if self.on_validation is not None and self.run.is_main_process:
             self.on_validation(step, dict(validation.figures))

@@ -111,12 +111,13 @@ def validation(valid_set) -> Callable[..., Any]:
     """validation(trainer, on_validation=None): the pipeline's hook, validating on valid_set with an Evaluator
     of the trainer's config, accelerator, tokenizer and collator."""
     from textbox.evaluator.evaluator import Evaluator
+    from textbox.pipeline.context import RunContext
     from textbox.pipeline.validation import RunValidation
 
     def make(trainer: Any, on_validation: Callable[[int, dict[str, float]], None] | None = None) -> Any:
         evaluator = Evaluator(trainer.config, trainer.accelerator, trainer.tokenizer, trainer.collator)
-        return RunValidation(trainer.config, trainer.accelerator, evaluator, valid_set, trainer.run_dir,
-                             on_validation)
+        run = RunContext(trainer.config, trainer.accelerator, trainer.run_dir, trainer.logger)
+        return RunValidation(run, evaluator, valid_set, on_validation)
 
     return make
 
