@@ -1,10 +1,12 @@
 """Decoding on CTranslate2: the model converted once per content (textbox.decoding.ctranslate2_cache), then
-translate_batch (encoder-decoders) or generate_batch (decoder-only LMs) per batch.
+translate_batch (encoder-decoders) or generate_batch (decoder-only LMs).
 
-Batches come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
-through the same gather and background detokenisation, so outputs return in dataset order. A decoder-only model's
-call is made per batch: its length bounds count the batch's left-padded prompt width, as generate's do
-(textbox.decoding.lengths).
+Examples come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
+through the same gather and background detokenisation, so outputs return in dataset order. The engine is called
+once per BATCHES_PER_CALL loader batches (fewer where --eval_max_tokens varies the batch size: ``_runs``) and
+batches their examples itself (``max_batch_size``: the loader's batch size), as a user calling it directly would: a
+call per loader batch left CTranslate2 idle while Python prepared the next one. A decoder-only model's length bounds count its loader batch's left-padded prompt width, as generate's do
+(textbox.decoding.lengths): examples whose widths give different bounds go to different calls.
 
 Decoder-only prompts are passed unpadded with ``include_prompt_in_result=False``: CTranslate2 runs the first
 (shortest prompt - 1) tokens of every prompt at once, then the rest of each longer prompt token by token as a
@@ -32,6 +34,9 @@ from textbox.decoding.ctranslate2_settings import (Ctranslate2Call, ctranslate2_
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 
+# Loader batches decoded by one engine call: CTranslate2 batches their examples itself (max_batch_size: the loader's
+# batch size) with no Python work between its batches, and the progress bar still moves every few hundred examples.
+BATCHES_PER_CALL = 16
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -119,21 +124,67 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     batches = _BatchDecoder(engine, choice.kind, effective, tokenizer,
                             _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    with BackgroundDetokenizer(tokenizer) as detokenizer:
-        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
-            if choice.kind == "translator":
-                ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
-            else:
-                ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
-                width = ids.shape[1]  # what generate counts in max_length / min_length: the left-padded prompt
-            sources = [tokenizer.convert_ids_to_tokens(row[row_mask.bool()].tolist())
-                       for row, row_mask in zip(ids.cpu(), mask.cpu())]
-            rows = [tokenizer.convert_tokens_to_ids(hypothesis)
-                    for hypotheses in batches.decode(sources, width) for hypothesis in hypotheses]
+    with BackgroundDetokenizer(tokenizer) as detokenizer, \
+            tqdm(total=len(loader), desc=description, disable=not accelerator.is_local_main_process,
+                 leave=False) as progress:
+        for chunk in _chunks(loader, BATCHES_PER_CALL):
+            rows = []
+            for run in _runs(chunk):
+                sources, widths = [], []
+                for batch in run:
+                    if choice.kind == "translator":
+                        ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
+                    else:
+                        ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
+                        width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
+                    sources.extend(_tokens(tokenizer, ids, mask))
+                    widths.extend([width] * ids.shape[0])
+                rows.extend(tokenizer.convert_tokens_to_ids(hypothesis)
+                            for hypotheses in batches.decode(sources, widths, len(run[0]["index"]))
+                            for hypothesis in hypotheses)
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
-            detokenizer.submit(*accelerator.gather((out, batch["index"])))  # k consecutive rows per example
+            index = torch.cat([batch["index"] for batch in chunk])
+            detokenizer.submit(*accelerator.gather((out, index)))  # k consecutive rows per example
+            progress.update(len(chunk))
         return detokenizer.sequences(len(loader.dataset))
+
+
+def _tokens(tokenizer: Any, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
+    """Each row's unpadded tokens, converted in one call."""
+    rows = [row[row_mask.bool()].tolist() for row, row_mask in zip(ids.cpu(), mask.cpu())]
+    flat = tokenizer.convert_ids_to_tokens([token for row in rows for token in row])
+    ends = [0]
+    for row in rows:
+        ends.append(ends[-1] + len(row))
+    return [flat[start:end] for start, end in zip(ends, ends[1:])]
+
+
+def _chunks(loader: Any, size: int) -> Any:
+    """The loader's batches, ``size`` at a time (the last chunk may be shorter)."""
+    chunk = []
+    for batch in loader:
+        chunk.append(batch)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _runs(chunk: list[Any]) -> list[list[Any]]:
+    """The chunk's batches cut where a batch holds more examples than the first of its run: each run is one
+    engine call whose batches hold as many examples as that first batch: the loader's batch size, or under
+    --eval_max_tokens (longest sources first, so a batch with more examples has shorter sources) what the budget
+    allowed for sources as long as the run's longest: an engine batch never holds more examples than the loader
+    put with sources of that length."""
+    runs: list[list[Any]] = []
+    for batch in chunk:
+        if runs and len(batch["index"]) <= len(runs[-1][0]["index"]):
+            runs[-1].append(batch)
+        else:
+            runs.append([batch])
+    return runs
 
 
 def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer: Any) -> list[str] | None:
@@ -152,7 +203,7 @@ def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer:
 
 
 class _BatchDecoder:
-    """Decodes the examples of one batch with the call ``generate``'s settings map to for that batch."""
+    """Decodes examples with the calls ``generate``'s settings map to for the batches they came in."""
 
     def __init__(self, engine: Any, kind: str, effective: Any, tokenizer: Any, prefix: list[str] | None,
                  vocabulary_size: int):
@@ -161,10 +212,28 @@ class _BatchDecoder:
         end = effective.eos_token_id
         self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
 
-    def decode(self, sources: list[list[str]], width: int) -> list[list[list[str]]]:
-        """Each example's num_return_sequences hypotheses (tokens), best first."""
-        call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
-        arguments = {**call.arguments, "end_token": self.end_tokens}
+    def decode(self, sources: list[list[str]], widths: list[int], max_batch_size: int) -> list[list[list[str]]]:
+        """Each example's num_return_sequences hypotheses (tokens), best first; ``widths``: each example's decoder
+        input width in its loader batch. Examples whose widths map to the same call are decoded by one engine call
+        that batches them ``max_batch_size`` at a time."""
+        calls: list[tuple[Ctranslate2Call, list[int]]] = []
+        for width in sorted(set(widths)):
+            call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
+            numbers = [number for number, each in enumerate(widths) if each == width]
+            same = next((entry for entry in calls if entry[0] == call), None)
+            if same is None:
+                calls.append((call, numbers))
+            else:
+                same[1].extend(numbers)
+        found: list[list[list[str]]] = [[] for _ in sources]
+        for call, numbers in calls:
+            for number, hypotheses in zip(numbers, self._decode([sources[n] for n in numbers], call,
+                                                                max_batch_size)):
+                found[number] = hypotheses
+        return found
+
+    def _decode(self, sources: list[list[str]], call: Ctranslate2Call, max_batch_size: int) -> list[list[list[str]]]:
+        arguments = {**call.arguments, "end_token": self.end_tokens, "max_batch_size": max_batch_size}
 
         def run(some: list[list[str]], **overrides: Any) -> list[Any]:
             if self.kind == "translator":

@@ -305,3 +305,55 @@ def test_sampling_seeds_of_nearby_runs_and_processes_never_coincide():
 
     seeds = [sampling_seed(seed, process) for seed in range(7, 12) for process in range(4)]
     assert len(set(seeds)) == len(seeds) and sampling_seed(7, 1) == sampling_seed(7, 1)
+
+
+class _RecordingEngine:
+    """A loaded Translator whose translate_batch calls are recorded: (number of sources, max_batch_size)."""
+
+    def __init__(self, engine):
+        self.engine, self.calls = engine, []
+
+    def translate_batch(self, sources, **arguments):
+        self.calls.append((len(sources), arguments.get("max_batch_size")))
+        return self.engine.translate_batch(sources, **arguments)
+
+
+@pytest.mark.parametrize("eval_max_tokens", [None, 256])
+def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, monkeypatch, eval_max_tokens):
+    """One translate_batch call decodes a run of loader batches (CTranslate2 batches them itself, max_batch_size
+    the loader's batch size: a call per loader batch left it idle between batches), with generate's outputs;
+    under eval_max_tokens a loader batch holding more examples than the first of its run starts a new call."""
+    from textbox.decoding import ctranslate2_engine
+
+    model, tokenizer = trained
+    recorded = []
+    real_load = ctranslate2_engine.load_engine
+    monkeypatch.setattr(ctranslate2_engine, "load_engine",
+                        lambda *args, **kwargs: recorded.append(_RecordingEngine(real_load(*args, **kwargs)))
+                        or recorded[-1])
+    from accelerate import Accelerator
+
+    from textbox.evaluator.evaluator import Evaluator
+
+    config = Config({**DEFAULTS, "eval_batch_size": 32, "eval_max_tokens": eval_max_tokens})
+    evaluator = Evaluator(config, Accelerator(cpu=True), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
+    inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
+    loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    sizes = [len(batch["index"]) for batch in loader]
+    settings = {"num_beams": 4, "early_stopping": "never", "max_new_tokens": 10}  # no search decoded twice
+    texts = {backend: generate_texts(evaluator.accelerator, model, tokenizer, loader, dict(settings), "test",
+                                     DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
+             for backend in ("ctranslate2", "transformers")}
+    assert texts["ctranslate2"] == texts["transformers"]
+    runs = []  # (examples, first batch's size) of each run of batches none larger than its first
+    for size in sizes:
+        if runs and size <= runs[-1][1]:
+            runs[-1][0] += size
+        else:
+            runs.append([size, size])
+    calls = [list(call) for engine in recorded for call in engine.calls]
+    assert calls == runs, sizes
+    if eval_max_tokens is None:
+        assert len(sizes) > 1 and len(runs) == 1
+    else:
+        assert len(set(sizes)) > 1
