@@ -233,6 +233,25 @@ def test_conversion_is_cached_by_content_and_the_checkpoint_is_untouched(trained
     assert not hasattr(model.config, "normalize_before")  # supplied to the converter's copy only
 
 
+def test_the_cache_key_sees_the_smallest_change_of_any_weight(trained):
+    """The conversion is found by a hash of the weights: a copy hashes alike, one element of one tensor moved by
+    one float step (first and last tensor, first and last element) does not."""
+    import copy
+
+    from textbox.decoding.ctranslate2_cache import content_key
+
+    model, tokenizer = trained
+    key = content_key(model, tokenizer, "float32")
+    assert content_key(copy.deepcopy(model), tokenizer, "float32") == key
+    names = sorted(model.state_dict())
+    for name, element in ((names[0], 0), (names[-1], -1)):
+        changed = copy.deepcopy(model)
+        with torch.no_grad():
+            flat = changed.state_dict()[name].view(-1)
+            flat[element] = torch.nextafter(flat[element], torch.tensor(float("inf")))
+        assert content_key(changed, tokenizer, "float32") != key, name
+
+
 def _token_often_followed_by_an_end(model, tokenizer, sources) -> int:
     """The token after which (forced first) the end token ranks 2nd to 4th for the most sources: where
     CTranslate2's beam search and transformers' part."""
