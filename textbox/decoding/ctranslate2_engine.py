@@ -4,8 +4,10 @@ translate_batch (encoder-decoders) or generate_batch (decoder-only LMs).
 Examples come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
 through the same gather and background detokenisation, so outputs return in dataset order. The engine is called
 once per BATCHES_PER_CALL loader batches (fewer where --eval_max_tokens varies the batch size: ``_runs``) and
-batches their examples itself (``max_batch_size``: the loader's batch size), as a user calling it directly would: a
-call per loader batch left CTranslate2 idle while Python prepared the next one. A decoder-only model's length bounds count its loader batch's left-padded prompt width, as generate's do
+batches their examples itself (``max_batch_size``: the loader's batch size), as a user calling it directly would.
+Each call is queued (``asynchronous=True``) before the results of the one ahead of it are read, so that the engine's
+worker goes from one call to the next while Python reads, converts and gathers examples: a call per loader batch,
+each waited for, left CTranslate2 idle between batches. A decoder-only model's length bounds count its loader batch's left-padded prompt width, as generate's do
 (textbox.decoding.lengths): examples whose widths give different bounds go to different calls.
 
 Decoder-only prompts are passed unpadded with ``include_prompt_in_result=False``: CTranslate2 runs the first
@@ -23,7 +25,7 @@ into calls (``_by_prompt_length``):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -35,8 +37,8 @@ from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 
 # Loader batches decoded by one engine call: CTranslate2 batches their examples itself (max_batch_size: the loader's
-# batch size) with no Python work between its batches, and the progress bar still moves every few hundred examples.
-BATCHES_PER_CALL = 16
+# batch size); the calls are queued one ahead, so that the engine never waits for Python between them.
+BATCHES_PER_CALL = 4
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -124,29 +126,41 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     batches = _BatchDecoder(engine, choice.kind, effective, tokenizer,
                             _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    def start(chunk: list[Any]) -> tuple[list[Any], list[Callable[[], list[list[list[str]]]]]]:
+        waits = []
+        for run in _runs(chunk):
+            sources, widths = [], []
+            for batch in run:
+                if choice.kind == "translator":
+                    ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
+                else:
+                    ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
+                    width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
+                sources.extend(_tokens(tokenizer, ids, mask))
+                widths.extend([width] * ids.shape[0])
+            waits.append(batches.start(sources, widths, len(run[0]["index"])))
+        return chunk, waits
+
     with BackgroundDetokenizer(tokenizer) as detokenizer, \
             tqdm(total=len(loader), desc=description, disable=not accelerator.is_local_main_process,
                  leave=False) as progress:
-        for chunk in _chunks(loader, BATCHES_PER_CALL):
-            rows = []
-            for run in _runs(chunk):
-                sources, widths = [], []
-                for batch in run:
-                    if choice.kind == "translator":
-                        ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
-                    else:
-                        ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
-                        width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
-                    sources.extend(_tokens(tokenizer, ids, mask))
-                    widths.extend([width] * ids.shape[0])
-                rows.extend(tokenizer.convert_tokens_to_ids(hypothesis)
-                            for hypotheses in batches.decode(sources, widths, len(run[0]["index"]))
-                            for hypothesis in hypotheses)
+        def finish(chunk: list[Any], waits: list[Callable[[], list[list[list[str]]]]]) -> None:
+            rows = [tokenizer.convert_tokens_to_ids(hypothesis)
+                    for wait in waits for hypotheses in wait() for hypothesis in hypotheses]
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
             index = torch.cat([batch["index"] for batch in chunk])
             detokenizer.submit(*accelerator.gather((out, index)))  # k consecutive rows per example
             progress.update(len(chunk))
+
+        in_engine = None  # the chunk the engine works on while the next one is read and queued behind it
+        for chunk in _chunks(loader, BATCHES_PER_CALL):
+            queued = start(chunk)
+            if in_engine is not None:
+                finish(*in_engine)
+            in_engine = queued
+        if in_engine is not None:
+            finish(*in_engine)
         return detokenizer.sequences(len(loader.dataset))
 
 
@@ -212,10 +226,13 @@ class _BatchDecoder:
         end = effective.eos_token_id
         self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
 
-    def decode(self, sources: list[list[str]], widths: list[int], max_batch_size: int) -> list[list[list[str]]]:
-        """Each example's num_return_sequences hypotheses (tokens), best first; ``widths``: each example's decoder
-        input width in its loader batch. Examples whose widths map to the same call are decoded by one engine call
-        that batches them ``max_batch_size`` at a time."""
+    def start(self, sources: list[list[str]], widths: list[int],
+              max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
+        """Queues the decoding of ``sources`` on the engine (asynchronously: its worker runs the queued calls one
+        after another while Python reads the next examples) and returns what waits for each example's
+        num_return_sequences hypotheses (tokens), best first. ``widths``: each example's decoder input width in
+        its loader batch; examples whose widths map to the same call go to one engine call, which batches them
+        ``max_batch_size`` at a time."""
         calls: list[tuple[Ctranslate2Call, list[int]]] = []
         for width in sorted(set(widths)):
             call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
@@ -225,14 +242,19 @@ class _BatchDecoder:
                 calls.append((call, numbers))
             else:
                 same[1].extend(numbers)
-        found: list[list[list[str]]] = [[] for _ in sources]
-        for call, numbers in calls:
-            for number, hypotheses in zip(numbers, self._decode([sources[n] for n in numbers], call,
-                                                                max_batch_size)):
-                found[number] = hypotheses
-        return found
+        started = [(numbers, self._start([sources[n] for n in numbers], call, max_batch_size))
+                   for call, numbers in calls]
 
-    def _decode(self, sources: list[list[str]], call: Ctranslate2Call, max_batch_size: int) -> list[list[list[str]]]:
+        def wait() -> list[list[list[str]]]:
+            found: list[list[list[str]]] = [[] for _ in sources]
+            for numbers, hypotheses_of in started:
+                for number, hypotheses in zip(numbers, hypotheses_of()):
+                    found[number] = hypotheses
+            return found
+        return wait
+
+    def _start(self, sources: list[list[str]], call: Ctranslate2Call,
+               max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
         arguments = {**call.arguments, "end_token": self.end_tokens, "max_batch_size": max_batch_size}
 
         def run(some: list[list[str]], **overrides: Any) -> list[Any]:
@@ -242,10 +264,14 @@ class _BatchDecoder:
             return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
                                      every_length=arguments["beam_size"] > 1)
 
-        results = list(run(sources))
-        if call.stops_when_ended is not None:
-            _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
-        return [self._pick(call, result) for result in results]
+        pending = run(sources, asynchronous=True)
+
+        def wait() -> list[list[list[str]]]:
+            results = [result.result() for result in pending]
+            if call.stops_when_ended is not None:
+                _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
+            return [self._pick(call, result) for result in results]
+        return wait
 
     def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
         found = _hypotheses(result) * call.copies

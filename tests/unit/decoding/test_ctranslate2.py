@@ -339,9 +339,10 @@ class _RecordingEngine:
 
 @pytest.mark.parametrize("eval_max_tokens", [None, 256])
 def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, monkeypatch, eval_max_tokens):
-    """One translate_batch call decodes a run of loader batches (CTranslate2 batches them itself, max_batch_size
-    the loader's batch size: a call per loader batch left it idle between batches), with generate's outputs;
-    under eval_max_tokens a loader batch holding more examples than the first of its run starts a new call."""
+    """One translate_batch call decodes a run of up to BATCHES_PER_CALL loader batches (CTranslate2 batches them
+    itself, max_batch_size the loader's batch size: a call per loader batch left it idle between batches), with
+    generate's outputs; under eval_max_tokens a loader batch holding more examples than the first of its run starts
+    a new call."""
     from textbox.decoding import ctranslate2_engine
 
     model, tokenizer = trained
@@ -354,7 +355,7 @@ def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, 
 
     from textbox.evaluator.evaluator import Evaluator
 
-    config = Config({**DEFAULTS, "eval_batch_size": 32, "eval_max_tokens": eval_max_tokens})
+    config = Config({**DEFAULTS, "eval_batch_size": 16, "eval_max_tokens": eval_max_tokens})
     evaluator = Evaluator(config, Accelerator(cpu=True), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
     inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
     loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
@@ -364,15 +365,18 @@ def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, 
                                      DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
              for backend in ("ctranslate2", "transformers")}
     assert texts["ctranslate2"] == texts["transformers"]
-    runs = []  # (examples, first batch's size) of each run of batches none larger than its first
-    for size in sizes:
-        if runs and size <= runs[-1][1]:
-            runs[-1][0] += size
-        else:
-            runs.append([size, size])
+    runs = []  # (examples, first batch's size) of each run of batches none larger than its first, chunk by chunk
+    for start in range(0, len(sizes), ctranslate2_engine.BATCHES_PER_CALL):
+        chunk_runs = []
+        for size in sizes[start:start + ctranslate2_engine.BATCHES_PER_CALL]:
+            if chunk_runs and size <= chunk_runs[-1][1]:
+                chunk_runs[-1][0] += size
+            else:
+                chunk_runs.append([size, size])
+        runs.extend(chunk_runs)
     calls = [list(call) for engine in recorded for call in engine.calls]
     assert calls == runs, sizes
     if eval_max_tokens is None:
-        assert len(sizes) > 1 and len(runs) == 1
+        assert len(runs) == -(-len(sizes) // ctranslate2_engine.BATCHES_PER_CALL) < len(sizes)
     else:
         assert len(set(sizes)) > 1
