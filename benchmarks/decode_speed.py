@@ -211,8 +211,8 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
              f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds, in "
              f"examples per second of wall time and (CPU) per second of the process's CPU time, which other work "
              f"on the machine disturbs less.", "",
-             "| engine | precision | beam | examples/s | vs plain loop | vs direct | vs direct (CPU) | outputs identical "
-             "| BLEU |",
+             "| engine | precision | beam | examples/s | vs plain loop | vs direct | vs direct (CPU) "
+             "| outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for run_name, beam in (("greedy", 1), ("beam", figures["num_beams"])):
         for label, engine, precision in rows:
