@@ -24,6 +24,7 @@ setup(
         "matplotlib>=3.8",
         "tensorboard>=2.15",
         "nltk>=3.8",
+        "xxhash>=3.0",  # the CTranslate2 conversion cache's key: the weights hashed at memory speed
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
         "sentencepiece>=0.2",  # M2M100 and Marian tokenizers read sentencepiece models (--model=m2m_100, marian)
     ],

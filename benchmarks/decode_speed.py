@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -42,10 +43,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num_beams", type=int, default=4)
     parser.add_argument("--no_repeat_ngram_size", type=int, default=0, help="0: no n-gram blocking")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of greedy and beam runs, alternating")
-    parser.add_argument("--engines", default="transformers,transformers_compiled,ct2_float32,ct2_int8",
+    parser.add_argument("--engines",
+                        default="transformers,transformers_compiled,ct2_float32,ct2_int8,ct2_direct_float32,"
+                                "ct2_direct_int8",
                         help="decoders besides the plain loop (comma-separated): transformers (the transformers "
                              "backend), transformers_compiled (what the retired --decode_compile did: a static cache "
-                             "and a compiled forward, greedy only), ct2_float32, ct2_int8")
+                             "and a compiled forward, greedy only), ct2_float32, ct2_int8 (the framework's "
+                             "CTranslate2 backend), ct2_direct_float32, ct2_direct_int8 (CTranslate2 called directly "
+                             "on the same converted model: translate_batch over all inputs with max_batch_size)")
     parser.add_argument("--early_stopping", choices=["unset", "true", "never"], default="unset",
                         help="beam search's early_stopping (unset: transformers' default heuristic, which "
                              "CTranslate2 replaces by early_stopping=True)")
@@ -87,10 +92,39 @@ def plain_loop(model: Any, tokenizer: Any, inputs: list[list[int]], batch_size: 
     return texts
 
 
-def timed(work: Callable[[], list[str]]) -> tuple[list[str], float]:
-    start = time.perf_counter()
+def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_size: int, precision: str,
+                   threads: int) -> Callable[[str, dict[str, Any]], list[str]]:
+    """CTranslate2 called directly, as a user without the framework calls it: the model the framework converts
+    (same cache), one translate_batch over every input with max_batch_size, the arguments the framework's mapping
+    gives for the settings (textbox.decoding.ctranslate2_settings: the same search), the best hypotheses
+    detokenised as the plain loop does. Loading the Translator is left out of the timing, as it is for the
+    framework's cached engine; what the framework adds (its loader, the content hash that finds the cached
+    conversion, a second search for the hypotheses an early_stopping=True search cut at a forced end token) is not
+    done here."""
+    import ctranslate2
+
+    from textbox.decoding.ctranslate2_cache import converted_model
+    from textbox.decoding.ctranslate2_settings import ctranslate2_call, effective_config
+    from textbox.decoding.detokenize import one_line
+
+    path, _ = converted_model(model, tokenizer, CACHE_DIR, precision)
+    translator = ctranslate2.Translator(str(path), device="cpu", compute_type=precision, intra_threads=threads)
+    end = tokenizer.convert_ids_to_tokens([model.generation_config.eos_token_id])
+
+    def decode(run_name: str, settings: dict[str, Any]) -> list[str]:
+        arguments = ctranslate2_call(effective_config(model.generation_config, settings), "translator").arguments
+        sources = [tokenizer.convert_ids_to_tokens(ids) for ids in inputs]
+        results = translator.translate_batch(sources, max_batch_size=batch_size, end_token=end, **arguments)
+        ids = [tokenizer.convert_tokens_to_ids(result.hypotheses[0]) for result in results]
+        return [one_line(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+    return decode
+
+
+def timed(work: Callable[[], list[str]]) -> tuple[list[str], float, float]:
+    """(texts, wall seconds, CPU seconds of this process: every thread's, CTranslate2's and torch's included)."""
+    start, cpu = time.perf_counter(), time.process_time()
     texts = work()
-    return texts, time.perf_counter() - start
+    return texts, time.perf_counter() - start, time.process_time() - cpu
 
 
 def ngram_blocking_ms(num_hypotheses: int, length: int, vocabulary: int, size: int = 3) -> float:
@@ -172,8 +206,14 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
              f"figures of one run only). Outputs are compared with the plain `model.generate` loop's. Warm-up "
              f"(imports, CTranslate2's conversion, torch.compile's compilation for the compiled row), not in the "
              f"rates: {warmups}.", "",
-             "| engine | precision | beam | examples/s | vs plain loop | outputs identical | BLEU |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             f"Load average (1 min) during the rounds: {figures['load']}. *vs direct*: the framework's rate over "
+             f"CTranslate2 called directly on the same converted model and inputs (one `translate_batch` with "
+             f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds, in "
+             f"examples per second of wall time and (CPU) per second of the process's CPU time, which other work "
+             f"on the machine disturbs less.", "",
+             "| engine | precision | beam | examples/s | vs plain loop | vs direct | vs direct (CPU) "
+             "| outputs identical | BLEU |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for run_name, beam in (("greedy", 1), ("beam", figures["num_beams"])):
         for label, engine, precision in rows:
             key = _key(label, run_name)
@@ -182,8 +222,10 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
             identical = "-" if label == "plain" else f"{figures['examples'] - figures[key + 'outputs_differing']}/" \
                                                        f"{figures['examples']}"
             ratio = "1.00x" if label == "plain" else f"{figures[key + 'ratio']:.2f}x"
+            direct = f"{figures[key + 'vs_direct']:.2f}x" if key + "vs_direct" in figures else ""
+            direct_cpu = f"{figures[key + 'vs_direct_cpu']:.2f}x" if key + "vs_direct_cpu" in figures else ""
             lines.append(f"| {engine} | {precision} | {beam} | {figures[key + 'examples_per_s']:.1f} | {ratio} | "
-                         f"{identical} | {figures[key + 'bleu']:.2f} |")
+                         f"{direct} | {direct_cpu} | {identical} | {figures[key + 'bleu']:.2f} |")
     lines += ["", end]
     write_doc_block(DOC, begin, end, "\n".join(lines))
 
@@ -252,28 +294,37 @@ def main() -> None:
         decoders: dict[str, Callable[[str, dict[str, Any]], list[str] | None]] = {
             "plain": lambda run_name, settings: plain_loop(model, tokenizer, inputs, args.batch_size, settings)}
         for label in args.engines.split(","):
-            decoders[label] = engine(*engines[label])
+            if label.startswith("ct2_direct_"):
+                decoders[label] = direct_decoder(model, tokenizer, inputs, args.batch_size,
+                                                 label.removeprefix("ct2_direct_"), threads)
+            else:
+                decoders[label] = engine(*engines[label])
         warmup_seconds = {}
         for label, decode in decoders.items():  # warm-up: lazy imports, allocations, CTranslate2's conversion,
             # torch.compile's compilation (a whole greedy pass: it compiles for each new shape it meets)
             warm = runs["greedy"] if label == "transformers_compiled" else {**runs["beam"], "max_new_tokens": 4}
-            _, warmup_seconds[label] = timed(lambda: decode("warm-up", warm))
+            _, warmup_seconds[label], _ = timed(lambda: decode("warm-up", warm))
         texts: dict[tuple[str, str], list[str]] = {}
         rates: dict[tuple[str, str], list[float]] = {}
+        cpu_rates: dict[tuple[str, str], list[float]] = {}  # examples per CPU second: steadier on a shared machine
+        loads: list[float] = []
         for repeat in range(args.repeats):
             for run_name, settings in runs.items():
                 for decoder_name, decode in decoders.items():
-                    found, seconds = timed(lambda: decode(run_name, dict(settings)))
+                    found, seconds, cpu_seconds = timed(lambda: decode(run_name, dict(settings)))
                     if found is not None:
                         texts[decoder_name, run_name] = found
                         rates.setdefault((decoder_name, run_name), []).append(len(inputs) / seconds)
-            print(f"round {repeat + 1}: " + ", ".join(f"{d} {r} {rates[d, r][-1]:.1f} examples/s" for d, r in rates),
-                  flush=True)
+                        cpu_rates.setdefault((decoder_name, run_name), []).append(len(inputs) / cpu_seconds)
+            loads.append(os.getloadavg()[0])
+            print(f"round {repeat + 1} (load {loads[-1]:.1f}): " +
+                  ", ".join(f"{d} {r} {rates[d, r][-1]:.1f} examples/s" for d, r in rates), flush=True)
 
     figures: dict[str, Any] = {"examples": len(inputs), "batch_size": args.batch_size, "num_beams": args.num_beams,
                                "no_repeat_ngram_size": args.no_repeat_ngram_size, "repeats": args.repeats,
                                "threads": threads, "large": args.large, "early_stopping": args.early_stopping,
                                "max_new_tokens": base["max_new_tokens"],
+                               "load": f"median {median(loads):.1f} (from {min(loads):.1f} to {max(loads):.1f})",
                                "warmup_seconds": {label: round(value, 2) for label, value in warmup_seconds.items()}}
     for run_name in runs:
         plain_rate = median(rates["plain", run_name])
@@ -299,6 +350,14 @@ def main() -> None:
                     1 / figures[_key("ct2_float32", run_name) + "examples_per_s"]
                 figures[_key("ct2_float32", run_name) + "break_even_examples"] = \
                     round(figures["conversion_seconds"] / saved, 1) if saved > 0 else None
+    for run_name in runs:  # the framework around its engine: its rate over the engine called directly
+        for precision in ("float32", "int8"):
+            ours, direct = _key(f"ct2_{precision}", run_name), _key(f"ct2_direct_{precision}", run_name)
+            if ours + "examples_per_s" in figures and direct + "examples_per_s" in figures:
+                figures[ours + "vs_direct"] = round(figures[ours + "examples_per_s"] /
+                                                    figures[direct + "examples_per_s"], 3)
+                pair = (f"ct2_{precision}", run_name), (f"ct2_direct_{precision}", run_name)
+                figures[ours + "vs_direct_cpu"] = round(median(cpu_rates[pair[0]]) / median(cpu_rates[pair[1]]), 3)
     figures["ngram_blocking_ms_per_step"] = round(
         ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
     if args.write_doc:
@@ -307,7 +366,10 @@ def main() -> None:
                   "transformers_compiled": ("transformers backend, compiled (the retired `--decode_compile`)",
                                             "float32"),
                   "ct2_float32": ("this framework, CTranslate2", "float32"),
-                  "ct2_int8": ("this framework, CTranslate2", "int8")}
+                  "ct2_int8": ("this framework, CTranslate2", "int8"),
+                  "ct2_direct_float32": ("CTranslate2 called directly (`translate_batch`, `max_batch_size`)",
+                                         "float32"),
+                  "ct2_direct_int8": ("CTranslate2 called directly (`translate_batch`, `max_batch_size`)", "int8")}
         import sys
 
         write_doc(figures, [(label, *labels[label]) for label in decoders],

@@ -93,17 +93,38 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
     import ctranslate2
 
     digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        tensor = tensor.detach().to("cpu").contiguous()
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    named = sorted(model.state_dict().items())
+    for (name, tensor), tensor_digest in zip(named, _tensor_digests([tensor for _, tensor in named])):
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}:{tensor_digest}".encode())
     config = {key: value for key, value in model.config.to_dict().items() if key not in _PROVENANCE}
     digest.update(json.dumps(config, sort_keys=True, default=str).encode())
-    digest.update(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode())
+    digest.update(_vocabulary(tokenizer).encode())
     special = {name: str(getattr(tokenizer, name, None)) for name in _SPECIAL_TOKENS}
     digest.update(json.dumps([special, tokenizer.special_tokens_map], sort_keys=True, default=str).encode())
     digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
     return digest.hexdigest()[:32]
+
+
+def _vocabulary(tokenizer: Any) -> str:
+    """The vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges, added tokens;
+    ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as sorted JSON."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return backend.to_str()
+    return json.dumps(tokenizer.get_vocab(), sort_keys=True)
+
+
+def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
+    """Each tensor's bytes hashed in place (no copy) with xxHash's XXH3-128: a cache key against accidental
+    collisions, not an adversary, at memory speed (the weights are hashed before every decode, validation
+    included; sha256 took 0.45-0.7 s for a d=512 6+6 BART's 190 MB on this machine)."""
+    import xxhash
+
+    digests = []
+    for tensor in tensors:
+        data = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digests.append(xxhash.xxh3_128_hexdigest(data.view(torch.uint8).numpy()) if data.numel() else "")
+    return digests
 
 
 def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,

@@ -1,37 +1,34 @@
 """Decoding on CTranslate2: the model converted once per content (textbox.decoding.ctranslate2_cache), then
-translate_batch (encoder-decoders) or generate_batch (decoder-only LMs) per batch.
+translate_batch (encoder-decoders) or generate_batch (decoder-only LMs).
 
-Batches come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
-through the same gather and background detokenisation, so outputs return in dataset order. A decoder-only model's
-call is made per batch: its length bounds count the batch's left-padded prompt width, as generate's do
-(textbox.decoding.lengths).
-
-Decoder-only prompts are passed unpadded with ``include_prompt_in_result=False``: CTranslate2 runs the first
-(shortest prompt - 1) tokens of every prompt at once, then the rest of each longer prompt token by token as a
-forced prefix, and counts lengths from the end of each prompt. Two consequences, both handled by splitting a batch
-into calls (``_by_prompt_length``):
-- when the shortest prompt is a single token (an empty source: the separator alone) nothing is run at once and
-  CTranslate2 counts lengths, and returns tokens, from the start of every prompt: such prompts get a call of their
-  own;
-- beam search after a forced prefix lets no beam but the best end at its first free step (the decoding.cc
-  behaviour that keeps forced_bos_token_id with beams off CTranslate2), where generate ends any of the num_beams
-  best: under beam search each prompt length gets its own call, so that no prompt has a forced prefix. (Tiny
-  trained GPT-2, 60 examples, num_beams=4, length_penalty=0: 53/60 outputs equal in one call per batch.)
+Examples come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
+through the same gather and background detokenisation, so outputs return in dataset order. The engine is called
+once per BATCHES_PER_CALL loader batches (fewer where --eval_max_tokens varies the batch size: ``_runs``) and
+batches their examples itself (``max_batch_size``: the loader's batch size), as a user calling it directly would.
+Each call is queued (``asynchronous=True``) before the results of the one ahead of it are read, so that the engine's
+worker goes from one call to the next while Python reads, converts and gathers examples: a call per loader batch,
+each waited for, left CTranslate2 idle between batches. A decoder-only model's length bounds count its loader
+batch's left-padded prompt width, as generate's do (textbox.decoding.lengths): examples whose widths give different
+bounds go to different calls. How each call is made (decoder-only prompts, cut searches):
+textbox.decoding.ctranslate2_calls.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import CannotConvert, converted_model, decoder_start_token, plain_model
-from textbox.decoding.ctranslate2_settings import (Ctranslate2Call, ctranslate2_call, effective_config,
-                                                   rerank_cut_hypotheses)
+from textbox.decoding.ctranslate2_calls import BatchDecoder
+from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 
+# Loader batches decoded by one engine call: CTranslate2 batches their examples itself (max_batch_size: the loader's
+# batch size); the calls are queued one ahead, so that the engine never waits for Python between them.
+BATCHES_PER_CALL = 4
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -116,24 +113,82 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     seed = sampling_seed(options.seed, accelerator.process_index) if effective.do_sample else None
     engine, path = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed,
                                   validation=description == "valid")
-    batches = _BatchDecoder(engine, choice.kind, effective, tokenizer,
+    batches = BatchDecoder(engine, choice.kind, effective, tokenizer,
                             _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    with BackgroundDetokenizer(tokenizer) as detokenizer:
-        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
-            if choice.kind == "translator":
-                ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
-            else:
-                ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
-                width = ids.shape[1]  # what generate counts in max_length / min_length: the left-padded prompt
-            sources = [tokenizer.convert_ids_to_tokens(row[row_mask.bool()].tolist())
-                       for row, row_mask in zip(ids.cpu(), mask.cpu())]
+    def start(chunk: list[Any]) -> tuple[list[Any], list[Callable[[], list[list[list[str]]]]]]:
+        waits = []
+        for run in _runs(chunk):
+            sources, widths = [], []
+            for batch in run:
+                if choice.kind == "translator":
+                    ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
+                else:
+                    ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
+                    width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
+                sources.extend(_tokens(tokenizer, ids, mask))
+                widths.extend([width] * ids.shape[0])
+            waits.append(batches.start(sources, widths, len(run[0]["index"])))
+        return chunk, waits
+
+    with BackgroundDetokenizer(tokenizer) as detokenizer, \
+            tqdm(total=len(loader), desc=description, disable=not accelerator.is_local_main_process,
+                 leave=False) as progress:
+        def finish(chunk: list[Any], waits: list[Callable[[], list[list[list[str]]]]]) -> None:
             rows = [tokenizer.convert_tokens_to_ids(hypothesis)
-                    for hypotheses in batches.decode(sources, width) for hypothesis in hypotheses]
+                    for wait in waits for hypotheses in wait() for hypothesis in hypotheses]
             out = _padded(rows, pad_id).to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
-            detokenizer.submit(*accelerator.gather((out, batch["index"])))  # k consecutive rows per example
+            index = torch.cat([batch["index"] for batch in chunk])
+            detokenizer.submit(*accelerator.gather((out, index)))  # k consecutive rows per example
+            progress.update(len(chunk))
+
+        in_engine = None  # the chunk the engine works on while the next one is read and queued behind it
+        for chunk in _chunks(loader, BATCHES_PER_CALL):
+            queued = start(chunk)
+            if in_engine is not None:
+                finish(*in_engine)
+            in_engine = queued
+        if in_engine is not None:
+            finish(*in_engine)
         return detokenizer.sequences(len(loader.dataset))
+
+
+def _tokens(tokenizer: Any, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
+    """Each row's unpadded tokens, converted in one call."""
+    rows = [row[row_mask.bool()].tolist() for row, row_mask in zip(ids.cpu(), mask.cpu())]
+    flat = tokenizer.convert_ids_to_tokens([token for row in rows for token in row])
+    ends = [0]
+    for row in rows:
+        ends.append(ends[-1] + len(row))
+    return [flat[start:end] for start, end in zip(ends, ends[1:])]
+
+
+def _chunks(loader: Any, size: int) -> Any:
+    """The loader's batches, ``size`` at a time (the last chunk may be shorter)."""
+    chunk = []
+    for batch in loader:
+        chunk.append(batch)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _runs(chunk: list[Any]) -> list[list[Any]]:
+    """The chunk's batches cut where a batch holds more examples than the first of its run: each run is one
+    engine call whose batches hold as many examples as that first batch: the loader's batch size, or under
+    --eval_max_tokens (longest sources first, so a batch with more examples has shorter sources) what the budget
+    allowed for sources as long as the run's longest: an engine batch never holds more examples than the loader
+    put with sources of that length."""
+    runs: list[list[Any]] = []
+    for batch in chunk:
+        if runs and len(batch["index"]) <= len(runs[-1][0]["index"]):
+            runs[-1].append(batch)
+        else:
+            runs.append([batch])
+    return runs
 
 
 def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer: Any) -> list[str] | None:
@@ -149,78 +204,6 @@ def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer:
     if effective.forced_bos_token_id is not None:
         prefix.append(tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id))
     return prefix or None
-
-
-class _BatchDecoder:
-    """Decodes the examples of one batch with the call ``generate``'s settings map to for that batch."""
-
-    def __init__(self, engine: Any, kind: str, effective: Any, tokenizer: Any, prefix: list[str] | None,
-                 vocabulary_size: int):
-        self.engine, self.kind, self.effective, self.prefix = engine, kind, effective, prefix
-        self.vocabulary_size = vocabulary_size
-        end = effective.eos_token_id
-        self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
-
-    def decode(self, sources: list[list[str]], width: int) -> list[list[list[str]]]:
-        """Each example's num_return_sequences hypotheses (tokens), best first."""
-        call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
-        arguments = {**call.arguments, "end_token": self.end_tokens}
-
-        def run(some: list[list[str]], **overrides: Any) -> list[Any]:
-            if self.kind == "translator":
-                return self.engine.translate_batch(some, target_prefix=[self.prefix] * len(some) if self.prefix
-                                                   else None, **{**arguments, **overrides})
-            return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
-                                     every_length=arguments["beam_size"] > 1)
-
-        results = list(run(sources))
-        if call.stops_when_ended is not None:
-            _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
-        return [self._pick(call, result) for result in results]
-
-    def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
-        found = _hypotheses(result) * call.copies
-        if call.rerank_cut:
-            found = rerank_cut_hypotheses(found, list(result.scores), self.end_tokens[0],
-                                          call.arguments["length_penalty"], call.per_example, call.stops_when_ended)
-        if len(found) != call.per_example:
-            raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected "
-                               f"{call.per_example}")
-        return found
-
-
-def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:
-    """``generate`` on groups of ``prompts`` (see the module docstring), results in the order of ``prompts``: each
-    prompt length apart (``every_length``, beam search), or the single-token prompts apart from the others."""
-    groups: dict[int, list[int]] = {}
-    for number, prompt in enumerate(prompts):
-        groups.setdefault(len(prompt) if every_length else min(len(prompt), 2), []).append(number)
-    if len(groups) == 1:
-        return list(generate(prompts))
-    results: list[Any] = [None] * len(prompts)
-    for group in groups.values():
-        for number, result in zip(group, generate([prompts[number] for number in group])):
-            results[number] = result
-    return results
-
-
-def _complete_cut_searches(results: list[Any], sources: list[list[str]], decode: Any, end_token: str,
-                           beams: int) -> None:
-    """Under early_stopping=True with a forced end token, a search that reached the length bound returns only its
-    ``beams`` best hypotheses (CTranslate2 allows no more at patience 1), which may hide how many had ended: the
-    examples concerned are decoded again with patience 2, whose search is the same up to the bound (fewer than
-    ``beams`` had ended before it) and which returns every hypothesis (fewer than 2 x beams)."""
-    cut = [number for number, result in enumerate(results)
-           if any(not hypothesis or hypothesis[-1] != end_token for hypothesis in _hypotheses(result))]
-    if cut:
-        again = decode([sources[number] for number in cut], patience=2.0, num_hypotheses=2 * beams)
-        for number, result in zip(cut, again):
-            results[number] = result
-
-
-def _hypotheses(result: Any) -> list[list[str]]:
-    """A TranslationResult's hypotheses or a GenerationResult's sequences."""
-    return list(getattr(result, "hypotheses", None) or result.sequences)
 
 
 def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:

@@ -31,7 +31,7 @@ differ only in when they stop.
   its best beam has ended.
 - ``early_stopping=True``: stop once num_beams hypotheses have ended = CTranslate2's patience 1. Under a forced
   end token a search that stopped there never reaches the forced step, so the hypotheses cut at the bound are
-  then no candidates (``_complete_cut_searches`` in ctranslate2_engine.py counts them).
+  then no candidates (``_complete_cut_searches`` in ctranslate2_calls.py counts them).
 - ``early_stopping='never'``: stop once no running beam can beat the worst of the num_beams best finished,
   counting the longest length it could reach: an exact bound, so it finds what running to the length bound
   finds = CTranslate2 with patience = the length bound (it never stops early).

@@ -233,6 +233,25 @@ def test_conversion_is_cached_by_content_and_the_checkpoint_is_untouched(trained
     assert not hasattr(model.config, "normalize_before")  # supplied to the converter's copy only
 
 
+def test_the_cache_key_sees_the_smallest_change_of_any_weight(trained):
+    """The conversion is found by a hash of the weights: a copy hashes alike, one element of one tensor moved by
+    one float step (first and last tensor, first and last element) does not."""
+    import copy
+
+    from textbox.decoding.ctranslate2_cache import content_key
+
+    model, tokenizer = trained
+    key = content_key(model, tokenizer, "float32")
+    assert content_key(copy.deepcopy(model), tokenizer, "float32") == key
+    names = sorted(model.state_dict())
+    for name, element in ((names[0], 0), (names[-1], -1)):
+        changed = copy.deepcopy(model)
+        with torch.no_grad():
+            flat = changed.state_dict()[name].view(-1)
+            flat[element] = torch.nextafter(flat[element], torch.tensor(float("inf")))
+        assert content_key(changed, tokenizer, "float32") != key, name
+
+
 def _token_often_followed_by_an_end(model, tokenizer, sources) -> int:
     """The token after which (forced first) the end token ranks 2nd to 4th for the most sources: where
     CTranslate2's beam search and transformers' part."""
@@ -305,3 +324,59 @@ def test_sampling_seeds_of_nearby_runs_and_processes_never_coincide():
 
     seeds = [sampling_seed(seed, process) for seed in range(7, 12) for process in range(4)]
     assert len(set(seeds)) == len(seeds) and sampling_seed(7, 1) == sampling_seed(7, 1)
+
+
+class _RecordingEngine:
+    """A loaded Translator whose translate_batch calls are recorded: (number of sources, max_batch_size)."""
+
+    def __init__(self, engine):
+        self.engine, self.calls = engine, []
+
+    def translate_batch(self, sources, **arguments):
+        self.calls.append((len(sources), arguments.get("max_batch_size")))
+        return self.engine.translate_batch(sources, **arguments)
+
+
+@pytest.mark.parametrize("eval_max_tokens", [None, 256])
+def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, monkeypatch, eval_max_tokens):
+    """One translate_batch call decodes a run of up to BATCHES_PER_CALL loader batches (CTranslate2 batches them
+    itself, max_batch_size the loader's batch size: a call per loader batch left it idle between batches), with
+    generate's outputs; under eval_max_tokens a loader batch holding more examples than the first of its run starts
+    a new call."""
+    from textbox.decoding import ctranslate2_engine
+
+    model, tokenizer = trained
+    recorded = []
+    real_load = ctranslate2_engine.load_engine
+    monkeypatch.setattr(ctranslate2_engine, "load_engine",
+                        lambda *args, **kwargs: recorded.append(_RecordingEngine(real_load(*args, **kwargs)))
+                        or recorded[-1])
+    from accelerate import Accelerator
+
+    from textbox.evaluator.evaluator import Evaluator
+
+    config = Config({**DEFAULTS, "eval_batch_size": 16, "eval_max_tokens": eval_max_tokens})
+    evaluator = Evaluator(config, Accelerator(cpu=True), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
+    inputs = tokenizer([source for source, _ in pairs[:EXAMPLES]])["input_ids"]
+    loader = evaluator.loader([{"input_ids": ids, "labels": []} for ids in inputs])
+    sizes = [len(batch["index"]) for batch in loader]
+    settings = {"num_beams": 4, "early_stopping": "never", "max_new_tokens": 10}  # no search decoded twice
+    texts = {backend: generate_texts(evaluator.accelerator, model, tokenizer, loader, dict(settings), "test",
+                                     DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
+             for backend in ("ctranslate2", "transformers")}
+    assert texts["ctranslate2"] == texts["transformers"]
+    runs = []  # (examples, first batch's size) of each run of batches none larger than its first, chunk by chunk
+    for start in range(0, len(sizes), ctranslate2_engine.BATCHES_PER_CALL):
+        chunk_runs = []
+        for size in sizes[start:start + ctranslate2_engine.BATCHES_PER_CALL]:
+            if chunk_runs and size <= chunk_runs[-1][1]:
+                chunk_runs[-1][0] += size
+            else:
+                chunk_runs.append([size, size])
+        runs.extend(chunk_runs)
+    calls = [list(call) for engine in recorded for call in engine.calls]
+    assert calls == runs, sizes
+    if eval_max_tokens is None:
+        assert len(runs) == -(-len(sizes) // ctranslate2_engine.BATCHES_PER_CALL) < len(sizes)
+    else:
+        assert len(set(sizes)) > 1

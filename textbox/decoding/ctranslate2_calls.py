@@ -1,0 +1,122 @@
+"""One engine call per group of examples that ``generate``'s settings decode alike: queued on a loaded
+CTranslate2 Translator/Generator, then each example's hypotheses picked as ``generate`` ranks them.
+
+Decoder-only prompts are passed unpadded with ``include_prompt_in_result=False``: CTranslate2 runs the first
+(shortest prompt - 1) tokens of every prompt at once, then the rest of each longer prompt token by token as a
+forced prefix, and counts lengths from the end of each prompt. Two consequences, both handled by splitting a batch
+into calls (``_by_prompt_length``):
+- when the shortest prompt is a single token (an empty source: the separator alone) nothing is run at once and
+  CTranslate2 counts lengths, and returns tokens, from the start of every prompt: such prompts get a call of their
+  own;
+- beam search after a forced prefix lets no beam but the best end at its first free step (the decoding.cc
+  behaviour that keeps forced_bos_token_id with beams off CTranslate2), where generate ends any of the num_beams
+  best: under beam search each prompt length gets its own call, so that no prompt has a forced prefix. (Tiny
+  trained GPT-2, 60 examples, num_beams=4, length_penalty=0: 53/60 outputs equal in one call per batch.)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from textbox.decoding.ctranslate2_settings import Ctranslate2Call, ctranslate2_call, rerank_cut_hypotheses
+
+
+class BatchDecoder:
+    """Decodes examples with the calls ``generate``'s settings map to for the batches they came in."""
+
+    def __init__(self, engine: Any, kind: str, effective: Any, tokenizer: Any, prefix: list[str] | None,
+                 vocabulary_size: int):
+        self.engine, self.kind, self.effective, self.prefix = engine, kind, effective, prefix
+        self.vocabulary_size = vocabulary_size
+        end = effective.eos_token_id
+        self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
+
+    def start(self, sources: list[list[str]], widths: list[int],
+              max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
+        """Queues the decoding of ``sources`` on the engine (asynchronously: its worker runs the queued calls one
+        after another while Python reads the next examples) and returns what waits for each example's
+        num_return_sequences hypotheses (tokens), best first. ``widths``: each example's decoder input width in
+        its loader batch; examples whose widths map to the same call go to one engine call, which batches them
+        ``max_batch_size`` at a time."""
+        calls: list[tuple[Ctranslate2Call, list[int]]] = []
+        for width in sorted(set(widths)):
+            call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
+            numbers = [number for number, each in enumerate(widths) if each == width]
+            same = next((entry for entry in calls if entry[0] == call), None)
+            if same is None:
+                calls.append((call, numbers))
+            else:
+                same[1].extend(numbers)
+        started = [(numbers, self._start([sources[n] for n in numbers], call, max_batch_size))
+                   for call, numbers in calls]
+
+        def wait() -> list[list[list[str]]]:
+            found: list[list[list[str]]] = [[] for _ in sources]
+            for numbers, hypotheses_of in started:
+                for number, hypotheses in zip(numbers, hypotheses_of()):
+                    found[number] = hypotheses
+            return found
+        return wait
+
+    def _start(self, sources: list[list[str]], call: Ctranslate2Call,
+               max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
+        arguments = {**call.arguments, "end_token": self.end_tokens, "max_batch_size": max_batch_size}
+
+        def run(some: list[list[str]], **overrides: Any) -> list[Any]:
+            if self.kind == "translator":
+                return self.engine.translate_batch(some, target_prefix=[self.prefix] * len(some) if self.prefix
+                                                   else None, **{**arguments, **overrides})
+            return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
+                                     every_length=arguments["beam_size"] > 1)
+
+        pending = run(sources, asynchronous=True)
+
+        def wait() -> list[list[list[str]]]:
+            results = [result.result() for result in pending]
+            if call.stops_when_ended is not None:
+                _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
+            return [self._pick(call, result) for result in results]
+        return wait
+
+    def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
+        found = _hypotheses(result) * call.copies
+        if call.rerank_cut:
+            found = rerank_cut_hypotheses(found, list(result.scores), self.end_tokens[0],
+                                          call.arguments["length_penalty"], call.per_example, call.stops_when_ended)
+        if len(found) != call.per_example:
+            raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected "
+                               f"{call.per_example}")
+        return found
+
+
+def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:
+    """``generate`` on groups of ``prompts`` (see the module docstring), results in the order of ``prompts``: each
+    prompt length apart (``every_length``, beam search), or the single-token prompts apart from the others."""
+    groups: dict[int, list[int]] = {}
+    for number, prompt in enumerate(prompts):
+        groups.setdefault(len(prompt) if every_length else min(len(prompt), 2), []).append(number)
+    if len(groups) == 1:
+        return list(generate(prompts))
+    results: list[Any] = [None] * len(prompts)
+    for group in groups.values():
+        for number, result in zip(group, generate([prompts[number] for number in group])):
+            results[number] = result
+    return results
+
+
+def _complete_cut_searches(results: list[Any], sources: list[list[str]], decode: Any, end_token: str,
+                           beams: int) -> None:
+    """Under early_stopping=True with a forced end token, a search that reached the length bound returns only its
+    ``beams`` best hypotheses (CTranslate2 allows no more at patience 1), which may hide how many had ended: the
+    examples concerned are decoded again with patience 2, whose search is the same up to the bound (fewer than
+    ``beams`` had ended before it) and which returns every hypothesis (fewer than 2 x beams)."""
+    cut = [number for number, result in enumerate(results)
+           if any(not hypothesis or hypothesis[-1] != end_token for hypothesis in _hypotheses(result))]
+    if cut:
+        again = decode([sources[number] for number in cut], patience=2.0, num_hypotheses=2 * beams)
+        for number, result in zip(cut, again):
+            results[number] = result
+
+
+def _hypotheses(result: Any) -> list[list[str]]:
+    """A TranslationResult's hypotheses or a GenerationResult's sequences."""
+    return list(getattr(result, "hypotheses", None) or result.sequences)
