@@ -165,7 +165,7 @@ def main() -> None:
         write_doc_block(DOC, begin, end, f"{begin}\n{section(recipe, recipe_yaml, run_dir, published).rstrip()}\n{end}")
         results_file = run_dir / "results.json"
         summary[name] = ({k: round(v, 2) for k, v in json.loads(results_file.read_text())["test"].items()
-                          if k in recipe.figures} if results_file.exists() else "not finished")
+                          if k in recipe.figures} if results_file.exists() else "no test results")
     print_json_line({"doc": str(DOC.relative_to(REPO)), "recipes": summary})
 
 
