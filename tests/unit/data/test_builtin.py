@@ -14,9 +14,8 @@ from textbox.data.builtin import BUILTIN_DATASETS, PLAIN_FILES, ensure_builtin
 
 
 @pytest.fixture
-def fake_pydoc(monkeypatch, fake_stdlib):
-    monkeypatch.setattr(textbox.data.pydoc, "build",
-                        functools.partial(textbox.data.pydoc.build, stdlib_root=fake_stdlib))
+def fake_pydoc(monkeypatch, fake_roots):
+    monkeypatch.setattr(textbox.data.pydoc, "build", functools.partial(textbox.data.pydoc.build, roots=fake_roots))
 
 
 def test_builtin_names_resolve_without_heavy_imports():

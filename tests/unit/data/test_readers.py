@@ -182,14 +182,13 @@ def test_hub_offline_is_a_clear_error(monkeypatch):
         read_splits(config, ("test",))
 
 
-def test_builtin_dataset_is_built_in_its_default_directory(tmp_path, monkeypatch, fake_stdlib):
-    monkeypatch.setattr(textbox.data.pydoc, "build", functools.partial(textbox.data.pydoc.build,
-                                                                        stdlib_root=fake_stdlib))
+def test_builtin_dataset_is_built_in_its_default_directory(tmp_path, monkeypatch, fake_roots):
+    monkeypatch.setattr(textbox.data.pydoc, "build", functools.partial(textbox.data.pydoc.build, roots=fake_roots))
     monkeypatch.chdir(tmp_path)
     messages: list[str] = []
     splits = read_splits(make_config(dataset="pydoc"), log=messages.append)
     assert (tmp_path / "dataset" / "pydoc" / "train.src").is_file()
-    assert {name: len(split) for name, split in splits.items()} == {"train": 2, "valid": 1, "test": 1}
+    assert {name: len(split) for name, split in splits.items()} == {"train": 5, "valid": 1, "test": 1}
     assert messages[0] == "building the built-in dataset 'pydoc' in dataset/pydoc"
 
 
