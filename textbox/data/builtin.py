@@ -53,24 +53,50 @@ def problems(config: Config) -> list[str]:
             f"holding train/valid/test files, or a built-in dataset: {', '.join(sorted(BUILTIN_DATASETS))}"]
 
 
+BUILD_STAMP = "BUILD.txt"  # what a built-in set was built by (its builder's signature()), written beside its files
+
+
 def ensure_builtin(name: str, directory: Path, log: Callable[[str], None]) -> None:
-    """Build the built-in dataset ``name`` into ``directory`` unless its plain files are all there.
+    """Build the built-in dataset ``name`` into ``directory`` unless it holds a set built under the builder's
+    current signature (its rules and the versions of what it reads); a set built under another one is rebuilt.
 
     The builder writes into a staging directory that is renamed into place at the end: a killed build
-    leaves no half dataset that a later run would take for a whole one.
+    leaves no half dataset that a later run would take for a whole one. Files the builder did not write (no
+    BUILD.txt or README.txt of its own) are the user's: read as they are when complete, never replaced.
     """
     directory = Path(directory)
-    missing = [file for file in PLAIN_FILES if not (directory / file).is_file()]
-    if not missing:
-        return
-    if directory.is_dir() and any(directory.iterdir()):
-        raise DataError(f"{directory} lacks {', '.join(missing)} of the built-in dataset {name!r}; "
-                        f"delete the directory to have it rebuilt")
     module_name, function_name = BUILTIN_DATASETS[name].split(":")
-    build = getattr(importlib.import_module(module_name), function_name)
-    log(f"building the built-in dataset {name!r} in {directory}")
+    module = importlib.import_module(module_name)
+    wanted = module.signature()
+    built_by = _built_by(directory, module_name)
+    missing = [file for file in PLAIN_FILES if not (directory / file).is_file()]
+    if built_by == wanted and not missing:
+        return
+    if built_by is None:
+        if not missing:
+            return
+        if directory.is_dir() and any(directory.iterdir()):
+            raise DataError(f"{directory} lacks {', '.join(missing)} of the built-in dataset {name!r}; "
+                            f"delete the directory to have it rebuilt")
+        log(f"building the built-in dataset {name!r} in {directory}")
+    else:
+        log(f"rebuilding the built-in dataset {name!r} in {directory}: it was built by {built_by}, "
+            f"this version builds {wanted}")
     with atomic_directory(directory) as staging:
-        build(staging, log)
+        getattr(module, function_name)(staging, log)
+        (staging / BUILD_STAMP).write_text(wanted + "\n", encoding="utf-8")
+
+
+def _built_by(directory: Path, module_name: str) -> str | None:
+    """The signature ``directory`` was built under, "an earlier version" for a set that predates BUILD.txt (its
+    README.txt names the builder), or None when the builder did not write it."""
+    stamp = directory / BUILD_STAMP
+    if stamp.is_file():
+        return stamp.read_text(encoding="utf-8").strip()
+    readme = directory / "README.txt"
+    if readme.is_file() and f"Built by {module_name} " in readme.read_text(encoding="utf-8", errors="replace"):
+        return "an earlier version"
+    return None
 
 
 def _parent_of_datasets(directory: Path, dataset: str) -> bool:
