@@ -54,6 +54,9 @@ _INTEGERS = {"num_beams": 1, "num_return_sequences": 1, "max_new_tokens": 1, "ma
 _POSITIVE = ("temperature", "repetition_penalty", "encoder_repetition_penalty", "max_time")
 _UNIT_INTERVAL = ("top_p", "typical_p")  # (0, 1]
 _BOOLEANS = ("do_sample", "use_cache", "renormalize_logits", "remove_invalid_values")
+# Keys whose every constraint in transformers' validation our rules check too: alone, they need no transformers
+# import (the embedded default decodes with them, and its config is checked before anything heavy is imported).
+_SETTLED_BY_OUR_RULES = frozenset({"num_beams", "no_repeat_ngram_size"})
 
 
 def problems(config: Config) -> list[str]:
@@ -84,7 +87,7 @@ def generation_problems(kwargs: Mapping[str, Any], where: Callable[[str], str]) 
         return []
     name = where("generation_kwargs")
     problems = [f"{name}: {problem}" for problem in _rule_problems(kwargs)]
-    if not problems:  # transformers' own checks assume values of the right type
+    if not problems and not _SETTLED_BY_OUR_RULES.issuperset(kwargs):  # transformers' checks assume right types
         problems = [f"{name}: {problem}" for problem in _transformers_problems(kwargs)]
     return problems
 
@@ -98,7 +101,7 @@ def _known_keys() -> set[str]:
 def _rule_problems(kwargs: Mapping[str, Any]) -> list[str]:
     from textbox.utils.suggest import suggest
 
-    known = _known_keys()
+    known = _SETTLED_BY_OUR_RULES if _SETTLED_BY_OUR_RULES.issuperset(kwargs) else _known_keys()
     problems = []
     for key, value in kwargs.items():
         if not isinstance(key, str) or key not in known:
