@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from textbox.data.pydoc import (NEWLINE, PACKAGES, build, collect_pairs, default_roots, first_sentence,
-                                module_files, signature, split_of, summary)
+                                heading, module_files, signature, split_of, summary, words)
 
 
 def read(directory, name):
@@ -26,16 +26,17 @@ def test_pairs_follow_the_rules(fake_roots):
         ("strings:shout", "Upper-case the text and add an exclamation mark."),
         ("words:fetch", "Fetch the page at url."),
     ]
-    assert pairs[0].source == f"def add(a, b):{NEWLINE}    total = a + b{NEWLINE}    return total"
-    assert pairs[1].source == f"def only_doc():{NEWLINE}    pass"  # a body that was only its docstring
-    assert pairs[3].source == (f"def increment(self, step=1):{NEWLINE}    self.value += step{NEWLINE}"
+    assert pairs[0].source == f"add ( a , b ) | def add(a, b):{NEWLINE}    total = a + b{NEWLINE}    return total"
+    # a body that was only its docstring
+    assert pairs[1].source == f"only doc ( ) | def only_doc():{NEWLINE}    pass"
+    assert pairs[3].source == (f"counter . increment ( self , step ) | def increment(self, step=1):{NEWLINE}    self.value += step{NEWLINE}"
                                f"    return self.value")
-    assert pairs[6].source.startswith("async def fetch(url):")
+    assert pairs[6].source.startswith("fetch ( url ) | async def fetch(url):")
 
 
 def test_sources_round_trip_to_the_code_without_its_docstring(fake_roots):
     pairs, _ = collect_pairs(fake_roots)
-    code = pairs[5].source.replace(NEWLINE, "\n")
+    code = pairs[5].source.split(" | ", 1)[1].replace(NEWLINE, "\n")
     function = ast.parse(code).body[0]
     assert ast.get_docstring(function) is None
     assert code == "def shout(text):\n    return text.upper() + '!'"
@@ -94,7 +95,7 @@ def test_build_writes_aligned_files_and_is_deterministic(fake_roots, tmp_path):
                                         "Join os.path.join and a paths.", "Increase the counter by step.",
                                         "Set the counter back to zero."]
     assert read(first, "valid.tgt") == ["Fetch the page at url."]
-    assert read(first, "test.src") == [f"def shout(text):{NEWLINE}    return text.upper() + '!'"]
+    assert read(first, "test.src") == [f"shout ( text ) | def shout(text):{NEWLINE}    return text.upper() + '!'"]
     for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src", "test.tgt", "README.txt"):
         assert (first / name).read_bytes() == (second / name).read_bytes()
     assert "train 5, valid 1, test 1" in (first / "README.txt").read_text()
@@ -103,7 +104,7 @@ def test_build_writes_aligned_files_and_is_deterministic(fake_roots, tmp_path):
 
 def test_signature_names_the_rules_python_and_every_package_version():
     text = signature()
-    assert text.startswith("pydoc 2; Python 3.")
+    assert text.startswith("pydoc 3; Python 3.")
     assert all(f"{package} " in text for package in PACKAGES)
 
 
@@ -112,3 +113,16 @@ def test_only_the_standard_library_and_the_pinned_torch_are_read():
     roots = default_roots()
     assert [root.package for root in roots] == ["", "torch"]
     assert (roots[1].path / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("identifier, plain", [
+    ("_dump_registry", "dump registry"), ("getURLForHTTPServer2", "get url for http server2"),
+    ("ABCMeta", "abc meta"), ("__init__", "init"), ("x", "x")])
+def test_identifiers_read_as_the_words_a_summary_uses(identifier, plain):
+    assert words(identifier) == plain
+
+
+def test_a_heading_names_the_class_the_function_and_every_parameter_in_order():
+    function = ast.parse("def _dumpRegistry(self, a, /, b, *rest, c=1, **options): pass").body[0]
+    assert heading("ABCMeta", function) == "abc meta . dump registry ( self , a , b , rest , c , options )"
+    assert heading("_dumpRegistry", function).startswith("dump registry ( self")  # a module-level function
