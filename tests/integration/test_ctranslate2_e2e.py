@@ -1,6 +1,7 @@
 """End to end with CTranslate2 decoding: a run trained with validation by generation (CTranslate2 by default for
-its model), testing its checkpoint with --decoding_backend=ctranslate2 on two processes, --input_file inference; outputs one per example in order and equal to transformers' decoding,
-one conversion per checkpoint content, the checkpoint directory left byte for byte as it was."""
+its model), testing its checkpoint with --decoding_backend=ctranslate2 on two processes, --input_file inference;
+outputs one per example in order and equal to transformers' decoding, one conversion per checkpoint content, the
+checkpoint directory left byte for byte as it was."""
 from __future__ import annotations
 
 import hashlib
