@@ -26,8 +26,7 @@ def test_same_losses_with_checkpointing_on_one_and_two_processes(tmp_path: Path)
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
            "OMP_NUM_THREADS": "1"}
     for name, extra in (("plain", []), ("checkpointed", ["--gradient_checkpointing=True"])):
-        assert run_in_process([*common, *extra, f"--saved_dir={tmp_path / 'saved'}",
-                               f"--cache_dir={tmp_path / '.cache' / 'textbox'}", f"--filename={name}"]) == 0
+        assert run_in_process([*common, *extra, f"--filename={name}"], cwd=tmp_path) == 0
         two = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *common, *extra,
                               f"--filename=two_{name}"], cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=900)

@@ -35,8 +35,7 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path, extra: list[str]):
     data = make_copy_dataset(tmp_path / "copy")
     args = [*RUN_ARGS, f"--data_path={data}", *extra]
     # the uninterrupted reference runs in this process (one thread, as the subprocesses below)
-    assert run_in_process([*args, "--filename=whole", f"--saved_dir={tmp_path / 'saved'}",
-                           f"--cache_dir={tmp_path / '.cache' / 'textbox'}"]) == 0
+    assert run_in_process([*args, "--filename=whole"], cwd=tmp_path) == 0
 
     cut_dir = tmp_path / "saved" / "cut"
     returncode, stderr = sigterm_after_step([*args, "--filename=cut"], tmp_path, cut_dir, 4)
