@@ -18,7 +18,7 @@ def test_compiled_training_matches_eager_and_reports_compile_time(tmp_path):
     common = [*TINY_MODEL_ARGS, no_dropout, "--dataset=copy", f"--data_path={tmp_path / 'copy'}", "--max_steps=4",
               "--logging_steps=1", "--do_test=False", f"--saved_dir={tmp_path / 'saved'}",
               f"--cache_dir={tmp_path / 'cache'}"]
-    assert run_in_process([*common, "--filename=eager"], cwd=tmp_path) == 0  # the reference: no interpreter start-up needed
+    assert run_in_process([*common, "--filename=eager"], cwd=tmp_path) == 0  # the reference, in this process
     compiled = run_script([*common, "--filename=compiled", "--compile=True"], cwd=tmp_path)  # as a user runs it
     assert compiled.returncode == 0, compiled.stderr[-3000:]
     results = json.loads((tmp_path / "saved" / "compiled" / "results.json").read_text())
