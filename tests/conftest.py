@@ -9,6 +9,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One thread (unless the caller sets another count): the tests' models are tiny, and on a busy 2-core machine two
+# threads spin-wait on each other (a session fixture's 150 training steps took 120 s with 2 threads, 2.3 s with 1).
+# Set before torch is imported, which reads it once; run_script gives its subprocesses the same.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"

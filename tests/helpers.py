@@ -50,6 +50,31 @@ def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None 
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_in_process(args: list[str], cwd: Path) -> int:
+    """run_textbox.py's arguments run by its own entry function in this process, in ``cwd``, with one thread as
+    run_script gives; the exit code. For a test's reference runs, where a subprocess would only add the
+    interpreter's start-up (several seconds)."""
+    import torch
+    from accelerate.state import AcceleratorState, GradientState
+
+    from textbox.cli import run_cli
+
+    def reset_accelerate() -> None:  # its state is process-wide: a run builds its own Accelerator
+        AcceleratorState._reset_state(reset_partial_state=True)
+        GradientState._reset_state()
+
+    threads, directory = torch.get_num_threads(), os.getcwd()
+    torch.set_num_threads(1)
+    reset_accelerate()
+    os.chdir(cwd)
+    try:
+        return run_cli(args)
+    finally:
+        os.chdir(directory)
+        torch.set_num_threads(threads)
+        reset_accelerate()
+
+
 def accelerate_two_cpu_processes() -> list[str]:
     """The accelerate launch command that really starts 2 communicating CPU processes (ENVIRONMENT.md)."""
     port = str(29500 + os.getpid() % 400)

@@ -1,17 +1,19 @@
-"""End to end with --decoding_backend=ctranslate2: training with validation by generation, testing a checkpoint on
-two processes, --input_file inference; outputs one per example in order and equal to transformers' decoding,
-one conversion per checkpoint content, the checkpoint directory left byte for byte as it was."""
+"""End to end with CTranslate2 decoding: a run trained with validation by generation (CTranslate2 by default for
+its model), testing its checkpoint with --decoding_backend=ctranslate2 on two processes, --input_file inference;
+outputs one per example in order and equal to transformers' decoding, one conversion per checkpoint content, the
+checkpoint directory left byte for byte as it was."""
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import accelerate_two_cpu_processes, make_copy_dataset, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -20,17 +22,16 @@ def _digests(directory: Path) -> dict[str, str]:
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(directory.iterdir())}
 
 
-def test_ctranslate2_end_to_end(tmp_path: Path):
-    data = make_copy_dataset(tmp_path / "copy")
+def test_ctranslate2_end_to_end(trained_copy_run: Path, tmp_path: Path):
+    """On the shared run (tests/integration/conftest.py), which validated and tested with CTranslate2 (the default
+    backend for its BART-shaped model); the runs below convert into their own cache (--cache_dir)."""
+    data = trained_copy_run.parent.parent / "copy"
     common = [f"--data_path={data}", "--dataset=copy", "--tracker=none", f"--cache_dir={tmp_path / 'cache'}",
               "--src_len=24", "--tgt_len=16"]
-    trained = run_script([*TINY_MODEL_ARGS, *common, "--epochs=25", "--valid_steps=5", "--decoding_backend=ctranslate2",
-                          "--metrics=['bleu']", "--metrics_for_best_model=['loss', 'bleu']", "--filename=train"],
-                         cwd=tmp_path)
-    assert trained.returncode == 0, trained.stderr[-3000:]
-    log = (tmp_path / "saved" / "train" / "project.log").read_text()
-    assert "decoding with ctranslate2: --decoding_backend=ctranslate2: bart converts (translator)" in log
-    best = tmp_path / "saved" / "train" / "checkpoint_best"
+    log = (trained_copy_run / "project.log").read_text()
+    assert "decoding with ctranslate2: --decoding_backend=auto: bart converts (translator)" in log
+    assert re.search(r"validation 25 at step 300: loss \S+ bleu ", log)  # validation by generation (BLEU)
+    best = trained_copy_run / "checkpoint_best"
     before = _digests(best)
 
     testing = [f"--model_path={best}", *common, "--do_train=False", "--eval_batch_size=4"]
@@ -41,7 +42,8 @@ def test_ctranslate2_end_to_end(tmp_path: Path):
     two = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert two.returncode == 0, two.stderr[-3000:]
     two_log = (tmp_path / "saved" / "two" / "project.log").read_text()
-    assert "2 process(es)" in two_log and "decoding with ctranslate2" in two_log
+    assert "2 process(es)" in two_log
+    assert "decoding with ctranslate2: --decoding_backend=ctranslate2: bart converts (translator)" in two_log
 
     reference = run_script([*testing, "--decoding_backend=transformers", "--filename=reference"], cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr[-3000:]

@@ -30,9 +30,9 @@ def workdir(tmp_path_factory) -> Path:
 def test_trained_beats_untrained_on_a_pydoc_slice(workdir: Path):
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
-    # 3 epochs: with 6, the validation loss was best after epoch 3 (47 steps each) and worse after, so
-    # checkpoint_best (what is tested) was the epoch-3 model either way (inverse_sqrt does not look at the length)
-    trained = run_script([*SMALL, "--epochs=3", "--train_batch_size=32", "--learning_rate=0.002",
+    # 2 epochs of 47 steps (about 25 s of training): the margins below held with room to spare (test loss 5.9 vs
+    # 8.9 untrained, rouge-1 8.4 vs 0, bleu-1 11.1 vs 0); after 1 epoch the model still wrote nothing (rouge-1 0)
+    trained = run_script([*SMALL, "--epochs=2", "--train_batch_size=32", "--learning_rate=0.002",
                           "--warmup_steps=50", "--filename=trained"], cwd=workdir)
     assert trained.returncode == 0, trained.stderr[-3000:]
     best = workdir / "saved" / "trained" / "checkpoint_best"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, sigterm_after_step, train_losses
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, sigterm_after_step,
+                           train_losses)
 from tests.integration.test_resume import ONE_THREAD, _digest
 
 pytestmark = pytest.mark.slow
@@ -39,8 +40,8 @@ def pretrained(tmp_path_factory) -> Path:
     """One uninterrupted pre-training run: the model fine-tuned below, and the run a resumed one must equal."""
     work = tmp_path_factory.mktemp("denoising")
     data = make_text_dataset(work / "text")
-    whole = run_script([*WHOLE_ARGS, f"--data_path={data}", "--filename=whole"], cwd=work, env=ONE_THREAD)
-    assert whole.returncode == 0, whole.stderr[-3000:]
+    # in this process (one thread, as the subprocesses below): the interrupted one and the fine-tuning are new ones
+    assert run_in_process([*WHOLE_ARGS, f"--data_path={data}", "--filename=whole"], cwd=work) == 0
     return work / "saved" / "whole"
 
 

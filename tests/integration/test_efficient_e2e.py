@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_script, train_losses
+from tests.helpers import make_copy_dataset, run_in_process, run_script, train_losses
 
 BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8",
              "--eval_batch_size=16", "--learning_rate=0.01", "--scheduler=constant", "--warmup_steps=0",
@@ -49,11 +49,18 @@ def _run(setup, tmp_path, *args):
     return result
 
 
+def _train_in_process(setup, tmp_path, *args) -> None:
+    """A training the tests compare against, in this process (one thread); the runs that reload or resume what it
+    saved are new processes (_run), as a user's are."""
+    data, base = setup
+    assert run_in_process([*BASE_ARGS, f"--data_path={data}", f"--model_path={base}", *args], cwd=tmp_path) == 0
+
+
 @pytest.fixture(scope="module")
 def lora_run(setup, tmp_path_factory) -> Path:
     """One 8-step LoRA run: the run the LoRA test inspects and the uninterrupted run a resumed one must equal."""
     work = tmp_path_factory.mktemp("lora")
-    _run(setup, work, "--efficient_methods=['lora']", "--filename=lora")
+    _train_in_process(setup, work, "--efficient_methods=['lora']", "--filename=lora")
     return work / "saved" / "lora"
 
 
@@ -82,7 +89,7 @@ def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, lora_run,
 
 @pytest.mark.parametrize("method", ["bitfit", "prompt-tuning"])
 def test_bitfit_and_prompt_tuning_train_save_and_reload(setup, tmp_path, method):
-    _run(setup, tmp_path, f"--efficient_methods=['{method}']", "--filename=run", "--max_steps=4")
+    _train_in_process(setup, tmp_path, f"--efficient_methods=['{method}']", "--filename=run", "--max_steps=4")
     run_dir = tmp_path / "saved" / "run"
     assert f"efficient tuning: {method};" in (run_dir / "project.log").read_text()
     best = run_dir / "checkpoint_best"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script, train_losses
+from tests.helpers import (TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process,
+                           train_losses)
 
 # The tiny model without dropout: two processes draw other dropout masks than one (the unit tests check that the
 # masks are the same with and without checkpointing).
@@ -18,13 +19,14 @@ ARGS = [*(arg.replace("'dropout': 0.1", "'dropout': 0.0") for arg in TINY_MODEL_
 
 
 def test_same_losses_with_checkpointing_on_one_and_two_processes(tmp_path: Path):
+    """The one-process pair runs in this process (the flag's parsing is the same); the two-process pair through
+    accelerate launch, as a user runs it."""
     data = make_copy_dataset(tmp_path / "copy")
     common = [*ARGS, f"--data_path={data}"]
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
            "OMP_NUM_THREADS": "1"}
     for name, extra in (("plain", []), ("checkpointed", ["--gradient_checkpointing=True"])):
-        done = run_script([*common, *extra, f"--filename={name}"], cwd=tmp_path)
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert run_in_process([*common, *extra, f"--filename={name}"], cwd=tmp_path) == 0
         two = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *common, *extra,
                               f"--filename=two_{name}"], cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=900)

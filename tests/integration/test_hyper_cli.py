@@ -3,15 +3,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
+from tests.helpers import run_script
 
 TINY_RUN = [
     "--model=transformer",
@@ -37,12 +34,6 @@ def reversal_data(tmp_path: Path) -> Path:
     return path
 
 
-def run_script(script: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run([sys.executable, str(PROJECT_ROOT / script), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.slow
 def test_a_tiny_search_and_seed_study_through_the_command_line(reversal_data: Path, tmp_path: Path):
     space = tmp_path / "lr.space"
@@ -50,8 +41,8 @@ def test_a_tiny_search_and_seed_study_through_the_command_line(reversal_data: Pa
     common = [*TINY_RUN, f"--data_path={reversal_data}", f"--cache_dir={tmp_path / 'cache'}",
               f"--saved_dir={tmp_path / 'saved'}"]
 
-    search = run_script("run_hyper.py", [f"--space={space}", "--algo=exhaustive", "--filename=search", *common],
-                        tmp_path)
+    search = run_script([f"--space={space}", "--algo=exhaustive", "--filename=search", *common], tmp_path,
+                        script="run_hyper.py")
     assert search.returncode == 0, search.stderr[-3000:]
     directory = tmp_path / "saved" / "search"
     with open(directory / "trials.csv", newline="") as handle:
@@ -80,7 +71,8 @@ def test_a_tiny_search_and_seed_study_through_the_command_line(reversal_data: Pa
         assert "training: 64 examples" in log and "step 4/4" in log and "run directory" in log
     assert "trial-000 starts" in (directory / "study.log").read_text()
 
-    study = run_script("run_multi_seed.py", ["--multi_seed=2", "--workers=2", "--filename=seeds", *common], tmp_path)
+    study = run_script(["--multi_seed=2", "--workers=2", "--filename=seeds", *common], tmp_path,
+                       script="run_multi_seed.py")
     assert study.returncode == 0, study.stderr[-3000:]
     directory = tmp_path / "saved" / "seeds"
     with open(directory / "seeds.csv", newline="") as handle:

@@ -10,22 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import accelerate_two_cpu_processes, run_script
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory) -> Path:
-    """One tiny training run shared by the tests of this module, long enough (25 epochs, about 5 s of training)
-    for the model to write words, so that the outputs-in-order checks below can fail."""
-    work = tmp_path_factory.mktemp("e2e")
-    data = make_copy_dataset(work / "copy")
-    args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--epochs=25", "--filename=run",
-            "--metrics=['bleu','rouge']", "--metrics_for_best_model=['bleu']", "--valid_strategy=epoch"]
-    done = run_script(args, cwd=work)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return work / "saved" / "run"
+def trained_run(trained_copy_run: Path) -> Path:
+    """The session's shared tiny training run (tests/integration/conftest.py)."""
+    return trained_copy_run
 
 
 def test_run_directory_holds_every_output(trained_run: Path):
@@ -87,7 +80,8 @@ def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
     work = trained_run.parent.parent
     args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
             "--do_train=False", "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=4"]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
     command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args, "--filename=two_procs"]
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -117,6 +111,7 @@ def test_inference_on_a_file_and_on_stdin_keeps_order(trained_run: Path):
     piped = subprocess.run([sys.executable, str(PROJECT_ROOT / "run_textbox.py"), *args, "--input_file=-",
                             "--output_file=-", "--filename=infer_stdin"], cwd=work, capture_output=True, text=True,
                            input=(work / "copy" / "test.src").read_text(), timeout=900,
-                           env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"})
+                           env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
+                                "OMP_NUM_THREADS": "1"})
     assert piped.returncode == 0, piped.stderr[-3000:]
     assert piped.stdout == expected

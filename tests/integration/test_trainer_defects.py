@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -22,8 +22,7 @@ def test_resuming_from_damaged_weights_names_the_file_and_changes_nothing(tmp_pa
     data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
     args = [*TINY_MODEL_ARGS, "--dataset=copy", f"--data_path={data}", "--epochs=1", "--filename=run",
             f"--saved_dir={tmp_path / 'saved'}"]
-    finished = run_script(args, cwd=tmp_path)
-    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert run_in_process(args, cwd=tmp_path) == 0  # the --resume below is a new process, as a user's is
     run_dir = tmp_path / "saved" / "run"
     weights = run_dir / "checkpoint_last" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])  # a copy cut short
@@ -58,24 +57,38 @@ def test_a_skipped_nan_batch_leaves_the_two_process_update_of_the_others_alone(t
         torch.testing.assert_close(skipped[name], value, rtol=1e-5, atol=1e-7, msg=name)
 
 
+def _odd_batches(mode: str, out: Path, launcher: list[str]) -> subprocess.CompletedProcess:
+    worker = str(Path(__file__).with_name("odd_batches_worker.py"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
+           "ACCELERATE_USE_CPU": "true"}
+    done = subprocess.run([*launcher, worker, mode, str(out), str(out.parent / "cache")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def odd_batches_alone(tmp_path_factory) -> dict:
+    """The reference both batchings below must equal: one step over the 7 examples in one batch on one process."""
+    import torch
+
+    out = tmp_path_factory.mktemp("odd-batches") / "alone.pt"
+    _odd_batches("alone", out, [sys.executable])
+    return torch.load(out)
+
+
 @pytest.mark.parametrize("batching", ["shuffled", "budget"])
-def test_an_odd_number_of_batches_on_two_processes_trains_every_example_once(tmp_path: Path, batching):
+def test_an_odd_number_of_batches_on_two_processes_trains_every_example_once(tmp_path: Path, batching,
+                                                                             odd_batches_alone):
     """7 batches on 2 processes: accelerate evened the shares by training the epoch's first batch (or first
     examples) twice; fillers that train nothing take its place, so one step equals one step over the 7 examples on
     one process (the --max_tokens path: a batch count checked odd)."""
     import torch
 
-    worker = [str(Path(__file__).with_name("odd_batches_worker.py"))]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
-           "ACCELERATE_USE_CPU": "true"}
-    outputs = {mode: tmp_path / f"{mode}.pt" for mode in ("alone", batching)}
-    for mode, launcher in (("alone", [sys.executable]), (batching, accelerate_two_cpu_processes())):
-        done = subprocess.run([*launcher, *worker, mode, str(outputs[mode]), str(tmp_path / "cache")], env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        if mode == "budget":
-            batches = int(done.stdout.split("batches: ")[1].split()[0])
-            assert batches % 2 == 1, batches
-    alone, two = (torch.load(outputs[mode]) for mode in ("alone", batching))
-    for name, value in alone.items():
+    done = _odd_batches(batching, tmp_path / f"{batching}.pt", accelerate_two_cpu_processes())
+    if batching == "budget":
+        batches = int(done.stdout.split("batches: ")[1].split()[0])
+        assert batches % 2 == 1, batches
+    two = torch.load(tmp_path / f"{batching}.pt")
+    for name, value in odd_batches_alone.items():
         torch.testing.assert_close(two[name], value, rtol=1e-5, atol=1e-7, msg=name)
