@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 from textbox.utils.labels import IGNORE_INDEX
+from textbox.utils.padding import right_padded
 
 
 class Seq2SeqCollator:
@@ -21,13 +21,12 @@ class Seq2SeqCollator:
         self.pad_token_id = pad_token_id
 
     def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        input_ids = [torch.as_tensor(example["input_ids"], dtype=torch.long) for example in examples]
-        labels = [torch.as_tensor(example["labels"], dtype=torch.long) for example in examples]
+        input_ids = [example["input_ids"] for example in examples]
         lengths = torch.tensor([len(ids) for ids in input_ids])
         batch = {
-            "input_ids": pad_sequence(input_ids, batch_first=True, padding_value=self.pad_token_id),
+            "input_ids": right_padded(input_ids, self.pad_token_id),
             "attention_mask": (torch.arange(int(lengths.max()))[None, :] < lengths[:, None]).long(),
-            "labels": pad_sequence(labels, batch_first=True, padding_value=IGNORE_INDEX),
+            "labels": right_padded([example["labels"] for example in examples], IGNORE_INDEX),
         }
         if "index" in examples[0]:
             batch["index"] = torch.tensor([int(example["index"]) for example in examples], dtype=torch.long)

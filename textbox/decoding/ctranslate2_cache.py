@@ -20,6 +20,7 @@ own config is left alone.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -27,6 +28,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +109,23 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
 
 def _vocabulary(tokenizer: Any) -> str:
     """The vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges, added tokens;
-    ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as sorted JSON."""
+    ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as sorted JSON.
+    Kept per tokenizer while its length stays the same (adding tokens is how a vocabulary changes): it was the
+    largest part of the key, computed before every decode, validation included."""
+    try:
+        kept = _vocabularies.get(tokenizer)
+    except TypeError:  # a tokenizer that cannot be weakly referenced
+        kept = None
+    if kept is not None and kept[0] == len(tokenizer):
+        return kept[1]
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        return backend.to_str()
-    return json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    with contextlib.suppress(TypeError):
+        _vocabularies[tokenizer] = (len(tokenizer), text)
+    return text
+
+
+_vocabularies: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
 
 
 def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
@@ -120,10 +134,13 @@ def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
     included; sha256 took 0.45-0.7 s for a d=512 6+6 BART's 190 MB on this machine)."""
     import xxhash
 
-    digests = []
+    digests, seen = [], {}  # tied weights (BART's three embeddings, half its weights) are hashed once
     for tensor in tensors:
-        data = tensor.detach().to("cpu").contiguous().reshape(-1)
-        digests.append(xxhash.xxh3_128_hexdigest(data.view(torch.uint8).numpy()) if data.numel() else "")
+        view = (tensor.device, tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tensor.stride())
+        if view not in seen:
+            data = tensor.detach().to("cpu").contiguous().reshape(-1)
+            seen[view] = xxhash.xxh3_128_hexdigest(data.view(torch.uint8).numpy()) if data.numel() else ""
+        digests.append(seen[view])
     return digests
 
 

@@ -25,6 +25,8 @@ from textbox.decoding.ctranslate2_calls import BatchDecoder
 from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.engine import DecodingOptions, EngineChoice
+from textbox.decoding.token_map import TokenMap, token_map
+from textbox.utils.padding import right_padded
 
 # Loader batches decoded by one engine call: CTranslate2 batches their examples itself (max_batch_size: the loader's
 # batch size); the calls are queued one ahead, so that the engine never waits for Python between them.
@@ -116,6 +118,7 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     batches = BatchDecoder(engine, choice.kind, effective, tokenizer,
                             _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    tokens = token_map(tokenizer)
     def start(chunk: list[Any]) -> tuple[list[Any], list[Callable[[], list[list[list[str]]]]]]:
         waits = []
         for run in _runs(chunk):
@@ -126,7 +129,7 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
                 else:
                     ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
                     width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
-                sources.extend(_tokens(tokenizer, ids, mask))
+                sources.extend(_tokens(tokens, ids, mask))
                 widths.extend([width] * ids.shape[0])
             waits.append(batches.start(sources, widths, len(run[0]["index"])))
         return chunk, waits
@@ -135,9 +138,10 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
             tqdm(total=len(loader), desc=description, disable=not accelerator.is_local_main_process,
                  leave=False) as progress:
         def finish(chunk: list[Any], waits: list[Callable[[], list[list[list[str]]]]]) -> None:
-            rows = [tokenizer.convert_tokens_to_ids(hypothesis)
-                    for wait in waits for hypotheses in wait() for hypothesis in hypotheses]
-            out = _padded(rows, pad_id).to(accelerator.device)
+            hypotheses = [hypothesis for wait in waits for found in wait() for hypothesis in found]
+            flat = tokens.ids([token for hypothesis in hypotheses for token in hypothesis])
+            out = right_padded(_split(flat, [len(hypothesis) for hypothesis in hypotheses]), pad_id, min_width=1)
+            out = out.to(accelerator.device)
             out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
             index = torch.cat([batch["index"] for batch in chunk])
             detokenizer.submit(*accelerator.gather((out, index)))  # k consecutive rows per example
@@ -154,14 +158,20 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
         return detokenizer.sequences(len(loader.dataset))
 
 
-def _tokens(tokenizer: Any, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
-    """Each row's unpadded tokens, converted in one call."""
-    rows = [row[row_mask.bool()].tolist() for row, row_mask in zip(ids.cpu(), mask.cpu())]
-    flat = tokenizer.convert_ids_to_tokens([token for row in rows for token in row])
-    ends = [0]
-    for row in rows:
-        ends.append(ends[-1] + len(row))
-    return [flat[start:end] for start, end in zip(ends, ends[1:])]
+def _tokens(tokens: TokenMap, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
+    """Each row's unpadded tokens (wherever the padding is), taken out in one tensor operation."""
+    mask = mask.cpu().bool()
+    flat = tokens.tokens(ids.cpu()[mask].tolist())
+    return _split(flat, mask.sum(dim=1).tolist())
+
+
+def _split(flat: list[Any], lengths: list[int]) -> list[list[Any]]:
+    """``flat`` cut into consecutive rows of ``lengths``."""
+    rows, start = [], 0
+    for length in lengths:
+        rows.append(flat[start:start + length])
+        start += length
+    return rows
 
 
 def _chunks(loader: Any, size: int) -> Any:
@@ -204,11 +214,3 @@ def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer:
     if effective.forced_bos_token_id is not None:
         prefix.append(tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id))
     return prefix or None
-
-
-def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    width = max((len(row) for row in rows), default=0) or 1
-    out = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    for number, row in enumerate(rows):
-        out[number, :len(row)] = torch.tensor(row, dtype=torch.long)
-    return out

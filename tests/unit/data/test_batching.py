@@ -163,6 +163,35 @@ def test_eval_examples_carry_their_index_and_fillers_add_nothing():
     assert examples[3 + 1] == {"input_ids": [1], "labels": [-100, -100], "index": FILLER_INDEX}
 
 
+def test_the_eval_loader_reads_each_batch_of_a_dataset_at_once():
+    """Evaluation batches are read in one table slice each, not one read per example (what made the loader the
+    largest cost the framework added around CTranslate2), with the same examples, indices and fillers."""
+    import datasets
+    from torch.utils.data import DataLoader
+
+    class CountedReads(datasets.Dataset):
+        reads: list[str] = []
+
+        def __getitem__(self, key):  # noqa: ANN001, ANN204
+            if isinstance(key, int):  # datasets' own __getitems__ reads its list of keys through here
+                self.reads.append("one")
+            return super().__getitem__(key)
+
+        def __getitems__(self, keys):  # noqa: ANN001, ANN204
+            self.reads.append("batch")
+            return super().__getitems__(keys)
+
+    rows = [{"input_ids": [1] * n, "labels": [2] * (n + 1)} for n in (3, 1, 4, 2)]
+    table = datasets.Dataset.from_list(rows)
+    counted = CountedReads(table.data, table.info, table.split)
+    batches = [[2, 0, 1], [3, 4 + 1]]  # position 5: example 1 as a filler
+    loader = DataLoader(EvalExamples(counted), batch_sampler=batches, collate_fn=list)
+    read = list(loader)
+    assert counted.reads == ["batch", "batch"]
+    assert read == [[{**rows[2], "index": 2}, {**rows[0], "index": 0}, {**rows[1], "index": 1}],
+                    [{**rows[3], "index": 3}, {"input_ids": [1], "labels": [-100, -100], "index": FILLER_INDEX}]]
+
+
 def test_the_trainer_loader_leaves_the_global_rng_to_dropout(tmp_path):
     """A resumed run re-creates the epoch iterator: drawing from the global RNG there would change dropout."""
     import logging
