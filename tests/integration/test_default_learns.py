@@ -71,8 +71,8 @@ def test_the_default_gives_distinct_outputs_without_stutter_on_a_slice(workdir: 
     """The default's settings (configs/dataset/pydoc.yaml and configs/model/transformer.yaml: model, recipe and
     decoding), fitted to a 96-example slice of the training split and decoding that slice: what a minute of training
     can show. The model must tell its inputs apart (a run of 120 steps at a learning rate of 2e-3 ignored its sources
-    and gave one sentence to all 96) and the decoding must not stutter. On the full test split the default is far
-    from this: see the README."""
+    and gave one sentence to all 96) and the decoding must not stutter. The full default run, on its unseen test
+    split, gives the same figures their floors here ask for (83% distinct, none stuttering: see the README)."""
     train_sources = (workdir / "dataset" / "pydoc" / "train.src").read_text(encoding="utf-8").splitlines()
     sources = workdir / "train96.src"
     sources.write_text("".join(line + "\n" for line in train_sources[:96]), encoding="utf-8")
