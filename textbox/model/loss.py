@@ -9,6 +9,7 @@ as Hugging Face's own causal-LM loss does.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
@@ -30,11 +31,11 @@ def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
         return _causal_token_losses(model, unwrapped, batch, label_smoothing)
     labels = batch["labels"]
     scored = labels != IGNORE_INDEX
-    with scored_rows_only(model, unwrapped, scored) as packed:
+    with scored_rows_only(model, unwrapped, scored) as packing:
         outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                         decoder_input_ids=decoder_inputs(unwrapped, labels), use_cache=False)
     logits = outputs.logits.float()
-    if packed:
+    if packing.packed:
         _check_packed(logits, scored, unwrapped)
         token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
         token_loss[scored] = F.cross_entropy(logits[0], labels[scored], label_smoothing=label_smoothing,
@@ -53,31 +54,41 @@ def _check_packed(logits: torch.Tensor, scored: torch.Tensor, unwrapped: torch.n
                            f"{int(scored.sum())} scored positions): scored_rows_only does not fit it")
 
 
+@dataclass
+class Packing:
+    """Whether the output layer projected only the scored positions in the block (set by its hook)."""
+
+    packed: bool = False
+
+
 @contextlib.contextmanager
-def scored_rows_only(model: torch.nn.Module, unwrapped: torch.nn.Module, scored: torch.Tensor) -> Iterator[bool]:
+def scored_rows_only(model: torch.nn.Module, unwrapped: torch.nn.Module, scored: torch.Tensor) -> Iterator[Packing]:
     """Within the block, the model's output layer (a Linear: the projection to the vocabulary, the largest matrix
     product of a small model, ~45% of a training step of the default d=128 model with its log-softmax) projects
     only the positions ``scored`` marks ([batch, positions]: an encoder-decoder's decoder positions, a decoder-only
     model's input positions; virtual tokens that prompt tuning puts first are left out) instead of every padded
-    one: its input [batch, positions, d] becomes [1, scored, d], and so do the logits. Yields whether it does: not
-    for a batch without padding, an output layer that is no Linear (the RNN, adapters wrapped around it) or a
-    torch.compile'd forward (a hook made per batch would be compiled again every step)."""
+    one: its input [batch, positions, d] becomes [1, scored, d], and so do the logits. The yielded Packing says
+    whether it did: not for a batch without padding, an output layer that is no Linear (the RNN, adapters wrapped
+    around it), a torch.compile'd forward (a hook made per batch would be compiled again every step), or an output
+    layer called with another shape (ProphetNet projects its [batch, streams, positions, d] n-gram streams at once):
+    the model's own logits are then left as they are."""
+    packing = Packing()
     head = unwrapped.get_output_embeddings() if hasattr(unwrapped, "get_output_embeddings") else None
     if type(head) is not torch.nn.Linear or hasattr(model, "_orig_mod") or bool(scored.all()):
-        yield False
+        yield packing
         return
 
     def keep_scored(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         hidden = args[0]
         extra = hidden.shape[1] - scored.shape[1] if hidden.dim() == 3 else -1
-        if extra < 0 or hidden.shape[0] != scored.shape[0]:
-            raise RuntimeError(f"the output layer of {type(unwrapped).__name__} was called with {tuple(hidden.shape)} "
-                               f"for labels {tuple(scored.shape)}: scored_rows_only does not fit it")
+        if extra < 0 or hidden.shape[0] != scored.shape[0] or packing.packed:
+            return None  # not the [batch, positions, d] call this was made for, or a second call: left alone
+        packing.packed = True
         return (hidden[:, extra:][scored].unsqueeze(0), *args[1:])
 
     handle = head.register_forward_pre_hook(keep_scored)
     try:
-        yield True
+        yield packing
     finally:
         handle.remove()
 
@@ -89,10 +100,10 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
     labels = batch["labels"][:, 1:]
     scored = labels != IGNORE_INDEX
     projected = torch.cat([scored, scored.new_zeros(scored.shape[0], 1)], dim=1)  # the last input scores nothing
-    with scored_rows_only(model, unwrapped, projected) as packed:
+    with scored_rows_only(model, unwrapped, projected) as packing:
         outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False)
     logits = outputs.logits
-    if packed:
+    if packing.packed:
         _check_packed(logits, scored, unwrapped)
         logits = logits[0].float()
     else:

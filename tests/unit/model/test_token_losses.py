@@ -32,8 +32,8 @@ def _batch() -> dict[str, torch.Tensor]:
     return {"input_ids": input_ids, "attention_mask": (input_ids != 1).long(), "labels": labels}
 
 
-def _every_position(*args: object) -> contextlib.AbstractContextManager[bool]:
-    return contextlib.nullcontext(False)
+def _every_position(*args: object) -> contextlib.AbstractContextManager[loss.Packing]:
+    return contextlib.nullcontext(loss.Packing())
 
 
 @pytest.mark.parametrize("build", [_bart, _t5])
@@ -62,12 +62,12 @@ def test_the_output_layer_projects_only_scored_positions_with_the_same_losses_an
 def test_a_batch_without_padding_and_a_compiled_forward_project_every_position():
     model = _bart()
     scored = torch.ones(2, 3, dtype=torch.bool)
-    with loss.scored_rows_only(model, model, scored) as packed:
-        assert not packed
+    with loss.scored_rows_only(model, model, scored) as packing:
+        assert not packing.packed
     compiled_like = torch.nn.Module()
     compiled_like._orig_mod = model  # what torch.compile's wrapper holds
-    with loss.scored_rows_only(compiled_like, model, scored.logical_not()) as packed:
-        assert not packed
+    with loss.scored_rows_only(compiled_like, model, scored.logical_not()) as packing:
+        assert not packing.packed
 
 
 def _gpt2() -> torch.nn.Module:
@@ -113,3 +113,21 @@ def test_a_decoder_only_model_projects_only_the_positions_before_a_target_token(
     torch.testing.assert_close(sums, full_sums)
     for packed, full in zip(packed_grads, (p.grad for p in model.parameters() if p.requires_grad)):
         torch.testing.assert_close(packed, full)
+
+
+def test_an_output_layer_called_with_another_shape_keeps_the_models_own_logits(monkeypatch):
+    """ProphetNet projects its n-gram streams [batch, streams, positions, d] in one call: the hook leaves that call
+    alone (it raised before) and the loss is the one of every position."""
+    from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
+
+    torch.manual_seed(0)
+    model = ProphetNetForConditionalGeneration(ProphetNetConfig(
+        vocab_size=50, hidden_size=16, encoder_ffn_dim=16, decoder_ffn_dim=16, num_encoder_layers=1,
+        num_decoder_layers=1, num_encoder_attention_heads=2, num_decoder_attention_heads=2, ngram=2, pad_token_id=0,
+        decoder_start_token_id=2, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0))
+    batch = _batch()
+    sums, counts = loss.forward_token_losses(model, model, batch, 0.1)
+    monkeypatch.setattr(loss, "scored_rows_only", _every_position)
+    full_sums, _ = loss.forward_token_losses(model, model, batch, 0.1)
+    torch.testing.assert_close(sums, full_sums)
+    assert counts.tolist() == [5, 2, 3]
