@@ -113,7 +113,8 @@ def markdown(args: argparse.Namespace, table: list[tuple[str, dict[str, Any], in
         "The small model and data slice keep the table to minutes on the project's 2-core CPU machine, which other "
         "work shares (expect noise of 10% or more). They also set what each trick can gain here: per-step overheads "
         "weigh more than matrix products, so bf16 (whose matrix products run ~6x faster than fp32 on this CPU) "
-        "gains little or loses, and a DataLoader worker or a second process competes for the same 2 cores.",
+        "gains less than at larger sizes, and a DataLoader worker or a second process competes for the same 2 "
+        "cores.",
         "",
         "| trick (cumulative) | train s | (compiling) | eval s | total s | speed-up | added |",
         "|---|---:|---:|---:|---:|---:|---|",
