@@ -117,7 +117,7 @@ def collect_pairs(roots: Sequence[Root]) -> tuple[list[Pair], int]:
     """Every usable pair under ``roots`` in root order and sorted file order, identical sources once; also the
     number of files that failed to parse."""
     pairs: list[Pair] = []
-    seen_sources: set[str] = set()
+    seen_code: set[str] = set()
     unparsable = 0
     for root in roots:
         for module, path in module_files(root.path, root.package):
@@ -126,11 +126,10 @@ def collect_pairs(roots: Sequence[Root]) -> tuple[list[Pair], int]:
             except (SyntaxError, ValueError):
                 unparsable += 1
                 continue
-            for owner, source, target in function_pairs(tree):
-                code = source.split(HEADING_END, 1)[1]  # identical code under another class: kept once
-                if code not in seen_sources:
-                    seen_sources.add(code)
-                    pairs.append(Pair(f"{module}:{owner}", source, target))
+            for owner, function_heading, code, target in function_pairs(tree):
+                if code not in seen_code:  # identical code under another class: kept once
+                    seen_code.add(code)
+                    pairs.append(Pair(f"{module}:{owner}", function_heading + HEADING_END + code, target))
     return pairs, unparsable
 
 
@@ -147,9 +146,9 @@ def module_files(root: Path, package: str = "") -> Iterator[tuple[str, Path]]:
                 yield ".".join(parts), path
 
 
-def function_pairs(tree: ast.Module) -> Iterator[tuple[str, str, str]]:
-    """(owner, one-line source without docstring, summary) of every usable function in ``tree``; the owner is the
-    top-level class a method belongs to, or the top-level function itself."""
+def function_pairs(tree: ast.Module) -> Iterator[tuple[str, str, str, str]]:
+    """(owner, heading, one-line code without docstring, summary) of every usable function in ``tree``; the owner
+    is the top-level class a method belongs to, or the top-level function itself."""
     for owner, node in _functions(tree):
         docstring = ast.get_docstring(node, clean=True)
         target = summary(docstring) if docstring else None
@@ -161,7 +160,7 @@ def function_pairs(tree: ast.Module) -> Iterator[tuple[str, str, str]]:
         node.body = body
         if len(code) > MAX_SOURCE_CHARS or NEWLINE in code or "\r" in code:
             continue
-        yield owner, heading(owner, node) + HEADING_END + code.replace("\n", NEWLINE), target
+        yield owner, heading(owner, node), code.replace("\n", NEWLINE), target
 
 
 def heading(owner: str, function: _Function) -> str:
@@ -170,8 +169,8 @@ def heading(owner: str, function: _Function) -> str:
     names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs,
                              arguments.kwarg) if a is not None]
     owned = f"{words(owner)} . " if owner != function.name else ""
-    parameters = " ".join(("(", " , ".join(words(name) for name in names), ")")).replace("(  )", "( )")
-    return f"{owned}{words(function.name)} {parameters}"
+    parameters = " , ".join(words(name) for name in names)
+    return f"{owned}{words(function.name)} ( {parameters} )" if parameters else f"{owned}{words(function.name)} ( )"
 
 
 def words(identifier: str) -> str:

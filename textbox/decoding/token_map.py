@@ -10,7 +10,7 @@ tokenizer while the tokenizer's length stays the same (adding tokens is how a vo
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 class TokenMap:
@@ -24,24 +24,21 @@ class TokenMap:
 
     def tokens(self, ids: Sequence[int]) -> list[str]:
         """What ``tokenizer.convert_ids_to_tokens(ids)`` returns."""
-        known = self._tokens
-        try:
-            return [known[number] for number in ids]
-        except KeyError:
-            unseen = list({number for number in ids if number not in known})
-            known.update(zip(unseen, self.tokenizer.convert_ids_to_tokens(unseen)))
-            return [known[number] for number in ids]
+        return _looked_up(self._tokens, ids, self.tokenizer.convert_ids_to_tokens)
 
     def ids(self, tokens: Sequence[str]) -> list[int]:
         """What ``tokenizer.convert_tokens_to_ids(tokens)`` returns."""
-        known = self._ids
-        try:
-            return [known[token] for token in tokens]
-        except KeyError:
-            unseen = list({token for token in tokens if token not in known})
-            known.update(zip(unseen, self.tokenizer.convert_tokens_to_ids(unseen)))
-            return [known[token] for token in tokens]
+        return _looked_up(self._ids, tokens, self.tokenizer.convert_tokens_to_ids)
 
+
+def _looked_up(known: dict[Any, Any], keys: Sequence[Any], convert: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """``keys`` looked up in ``known``; the ones not there yet converted in one call and remembered first."""
+    try:
+        return [known[key] for key in keys]
+    except KeyError:
+        unseen = list({key for key in keys if key not in known})
+        known.update(zip(unseen, convert(unseen)))
+        return [known[key] for key in keys]
 
 _maps: weakref.WeakKeyDictionary[Any, TokenMap] = weakref.WeakKeyDictionary()
 
