@@ -79,6 +79,8 @@ def ensure_builtin(name: str, directory: Path, log: Callable[[str], None]) -> No
             raise DataError(f"{directory} lacks {', '.join(missing)} of the built-in dataset {name!r}; "
                             f"delete the directory to have it rebuilt")
         log(f"building the built-in dataset {name!r} in {directory}")
+    elif built_by == wanted:
+        log(f"rebuilding the built-in dataset {name!r} in {directory}: it lacks {', '.join(missing)}")
     else:
         log(f"rebuilding the built-in dataset {name!r} in {directory}: it was built by {built_by}, "
             f"this version builds {wanted}")

@@ -95,3 +95,13 @@ def test_complete_files_the_builder_did_not_write_are_read_as_they_are(tmp_path,
     assert messages == []
     assert all((directory / name).read_text() == "mine\n" for name in PLAIN_FILES)
     assert not (directory / BUILD_STAMP).exists()
+
+
+def test_a_set_that_lost_a_file_is_rebuilt_and_the_log_says_which(tmp_path, fake_pydoc):
+    directory = tmp_path / "dataset" / "pydoc"
+    ensure_builtin("pydoc", directory, print)
+    (directory / "test.tgt").unlink()
+    messages: list[str] = []
+    ensure_builtin("pydoc", directory, messages.append)
+    assert messages[0] == f"rebuilding the built-in dataset 'pydoc' in {directory}: it lacks test.tgt"
+    assert (directory / "test.tgt").is_file()
