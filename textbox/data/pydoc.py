@@ -101,16 +101,25 @@ def build(directory: Path, log: Callable[[str], None], roots: Sequence[Root] | N
     """Write {train,valid,test}.{src,tgt} and README.txt into ``directory`` (an empty staging directory)."""
     roots = default_roots() if roots is None else list(roots)
     pairs, unparsable = collect_pairs(roots)
+    counts = write_splits(directory, pairs)
+    (directory / "README.txt").write_text(_readme(roots, counts, unparsable), encoding="utf-8")
+    log(f"pydoc: {counts} pairs from {read_from(roots)} ({unparsable} files that do not parse were skipped)")
+
+
+def write_splits(directory: Path, pairs: Sequence[Pair]) -> str:
+    """Write each pair to the split of its group (``split_of``); returns the counts for the log and README."""
     by_split: dict[str, list[Pair]] = {"train": [], "valid": [], "test": []}
     for pair in pairs:
         by_split[split_of(pair.group)].append(pair)
     for split, members in by_split.items():
         (directory / f"{split}.src").write_text("".join(p.source + "\n" for p in members), encoding="utf-8")
         (directory / f"{split}.tgt").write_text("".join(p.target + "\n" for p in members), encoding="utf-8")
-    counts = ", ".join(f"{split} {len(members)}" for split, members in by_split.items())
-    (directory / "README.txt").write_text(_readme(roots, counts, unparsable), encoding="utf-8")
-    log(f"pydoc: {counts} pairs from the standard library and {', '.join(r.package for r in roots[1:]) or 'nothing'}"
-        f" ({unparsable} files that do not parse were skipped)")
+    return ", ".join(f"{split} {len(members)}" for split, members in by_split.items())
+
+
+def read_from(roots: Sequence[Root]) -> str:
+    """What a set was read from, in words, for its build log line."""
+    return f"the standard library and {', '.join(r.package for r in roots[1:]) or 'nothing'}"
 
 
 def collect_pairs(roots: Sequence[Root]) -> tuple[list[Pair], int]:
@@ -118,19 +127,32 @@ def collect_pairs(roots: Sequence[Root]) -> tuple[list[Pair], int]:
     number of files that failed to parse."""
     pairs: list[Pair] = []
     seen_code: set[str] = set()
-    unparsable = 0
-    for root in roots:
-        for module, path in module_files(root.path, root.package):
-            try:
-                tree = ast.parse(path.read_bytes(), filename=str(path))
-            except (SyntaxError, ValueError):
-                unparsable += 1
-                continue
-            for owner, function_heading, code, target in function_pairs(tree):
-                if code not in seen_code:  # identical code under another class: kept once
-                    seen_code.add(code)
-                    pairs.append(Pair(f"{module}:{owner}", function_heading + HEADING_END + code, target))
-    return pairs, unparsable
+    modules = ParsedModules(roots)
+    for module, tree in modules:
+        for owner, function_heading, code, target in function_pairs(tree):
+            if code not in seen_code:  # identical code under another class: kept once
+                seen_code.add(code)
+                pairs.append(Pair(f"{module}:{owner}", function_heading + HEADING_END + code, target))
+    return pairs, modules.unparsable
+
+
+class ParsedModules:
+    """(dotted module name, syntax tree) of every module under the roots, in root order and sorted file order;
+    ``unparsable`` counts the files skipped because they do not parse (known once the iteration ends)."""
+
+    def __init__(self, roots: Sequence[Root]) -> None:
+        self.roots = roots
+        self.unparsable = 0
+
+    def __iter__(self) -> Iterator[tuple[str, ast.Module]]:
+        for root in self.roots:
+            for module, path in module_files(root.path, root.package):
+                try:
+                    tree = ast.parse(path.read_bytes(), filename=str(path))
+                except (SyntaxError, ValueError):
+                    self.unparsable += 1
+                    continue
+                yield module, tree
 
 
 def module_files(root: Path, package: str = "") -> Iterator[tuple[str, Path]]:
@@ -149,11 +171,7 @@ def module_files(root: Path, package: str = "") -> Iterator[tuple[str, Path]]:
 def function_pairs(tree: ast.Module) -> Iterator[tuple[str, str, str, str]]:
     """(owner, heading, one-line code without docstring, summary) of every usable function in ``tree``; the owner
     is the top-level class a method belongs to, or the top-level function itself."""
-    for owner, node in _functions(tree):
-        docstring = ast.get_docstring(node, clean=True)
-        target = summary(docstring) if docstring else None
-        if target is None:
-            continue
+    for owner, node, target in summarised_functions(tree):
         body = node.body
         node.body = body[1:] or [ast.Pass()]  # unparsed without its docstring, then put back: the tree stays intact
         code = ast.unparse(node)
@@ -161,6 +179,15 @@ def function_pairs(tree: ast.Module) -> Iterator[tuple[str, str, str, str]]:
         if len(code) > MAX_SOURCE_CHARS or NEWLINE in code or "\r" in code:
             continue
         yield owner, heading(owner, node), code.replace("\n", NEWLINE), target
+
+
+def summarised_functions(tree: ast.Module) -> Iterator[tuple[str, _Function, str]]:
+    """(owner, function, summary) of every function in ``tree`` whose docstring has a usable summary."""
+    for owner, node in _functions(tree):
+        docstring = ast.get_docstring(node, clean=True)
+        target = summary(docstring) if docstring else None
+        if target is not None:
+            yield owner, node, target
 
 
 def heading(owner: str, function: _Function) -> str:
