@@ -17,6 +17,7 @@ from textbox.utils.suggest import suggest
 
 BUILTIN_DATASETS: dict[str, str] = {
     "pydoc": "textbox.data.pydoc:build",
+    "pydoc_keywords": "textbox.data.pydoc_keywords:build",
 }
 
 PLAIN_FILES = tuple(f"{split}.{side}" for split in ("train", "valid", "test") for side in ("src", "tgt"))

@@ -19,7 +19,8 @@ def fake_pydoc(monkeypatch, fake_roots):
 
 
 def test_builtin_names_resolve_without_heavy_imports():
-    assert BUILTIN_DATASETS == {"pydoc": "textbox.data.pydoc:build"}
+    assert BUILTIN_DATASETS == {"pydoc": "textbox.data.pydoc:build",
+                                "pydoc_keywords": "textbox.data.pydoc_keywords:build"}
     code = "import sys, textbox.data.builtin; print([m for m in ('torch', 'datasets') if m in sys.modules])"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=PROJECT_ROOT).stdout

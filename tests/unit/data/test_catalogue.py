@@ -17,10 +17,11 @@ from tests.conftest import PROJECT_ROOT
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.loader import resolve_config
+from textbox.data.builtin import BUILTIN_DATASETS
 from textbox.data.catalogue import render_table
 
 CONFIGS = PROJECT_ROOT / "configs"
-ENTRIES = sorted(path.stem for path in (CONFIGS / "dataset").glob("*.yaml") if path.stem != "pydoc")
+ENTRIES = sorted(path.stem for path in (CONFIGS / "dataset").glob("*.yaml") if path.stem not in BUILTIN_DATASETS)
 
 
 def _meteor_without_wordnet(problem: str) -> bool:
