@@ -72,7 +72,7 @@ _key("run", "model_path", "str|None", None,
      "directory (saved/<run>, holding config.yaml and checkpoint_last/) to continue that run as --resume=True does.")
 _key("run", "from_scratch", "bool", False,
      "Build the model from model_path's config with freshly initialised weights.")
-_key("run", "dataset", "str", "pydoc",
+_key("run", "dataset", "str", "pydoc_keywords",
      "Dataset name; its yaml in configs/dataset/ is merged if present. Unset with --data_path: the name of that "
      "directory.")
 _key("run", "data_path", "str|None", None, "Directory holding the dataset files; default dataset/<dataset>.")
