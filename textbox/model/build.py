@@ -16,7 +16,7 @@ from typing import Any
 from textbox.model.attention import chosen, set_attention
 from textbox.model.efficient_checkpoint import checkpoint_record
 from textbox.model.added_tokens import add_tokens
-from textbox.model.languages import apply_languages
+from textbox.config.languages import apply_languages
 from textbox.model.positions import check_position_limits
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
