@@ -13,14 +13,14 @@ from textbox.config.families import is_decoder_only
 
 def make_collator(config: Any, tokenizer: Any) -> Any:
     """The batch builder for this run (see the module docstring)."""
+    from textbox.data.collate import Seq2SeqCollator
+
     if config.pretrain_task == "denoising":
         from textbox.data.denoising import DenoisingCollator
 
-        return DenoisingCollator(config, tokenizer)
+        return DenoisingCollator(config, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
     if is_decoder_only(config.model):
         from textbox.data.causal import CausalLMCollator
 
         return CausalLMCollator(tokenizer)
-    from textbox.data.collate import Seq2SeqCollator
-
     return Seq2SeqCollator(tokenizer.pad_token_id)

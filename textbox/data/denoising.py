@@ -157,12 +157,10 @@ def noise_text(text: str, rng: np.random.Generator, mask: str, mask_ratio: float
 
 # --- batches ---------------------------------------------------------------------------------------------------
 class DenoisingCollator:
-    """Noises each example's source (decoded from ``input_ids``) and pads the batch like Seq2SeqCollator; the
-    labels (the clean source) are kept as tokenised."""
+    """Noises each example's source (decoded from ``input_ids``) and pads the batch with ``pad`` (an
+    encoder-decoder's collator: textbox.data.collate); the labels (the clean source) are kept as tokenised."""
 
-    def __init__(self, config: Any, tokenizer: Any):
-        from textbox.data.collate import Seq2SeqCollator  # torch, only when batches are made
-
+    def __init__(self, config: Any, tokenizer: Any, pad: Callable[[list[dict[str, Any]]], dict[str, Any]]):
         if getattr(tokenizer, "mask_token", None) is None or tokenizer.mask_token_id is None:
             raise TextBoxUserError(f"--pretrain_task=denoising replaces spans with a mask token, and the tokenizer "
                                    f"of model {config.model!r} ({type(tokenizer).__name__}) has none; use a model "
@@ -174,7 +172,7 @@ class DenoisingCollator:
         self.permute_sentence_ratio = float(config.permute_sentence_ratio)
         self.src_len = config.src_len
         self.truncate = config.truncate
-        self.pad = Seq2SeqCollator(tokenizer.pad_token_id)
+        self.pad = pad
 
     def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, Any]:
         from textbox.data.tokenize import encode_within
