@@ -140,7 +140,7 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
     from textbox.data import read_splits, tokenize_splits
-    from textbox.data.collator_choice import make_collator
+    from textbox.data.collate import make_collator
     from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
     from textbox.decoding.engine import DecodingOptions, EngineChoice, choose_engine
     from textbox.evaluator.evaluator import Evaluator

@@ -23,7 +23,7 @@ from accelerate import Accelerator
 from textbox.checks import check_config
 from textbox.config import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.collator_choice import make_collator
+from textbox.data.collate import make_collator
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.examples import format_examples

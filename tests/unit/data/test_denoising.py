@@ -14,7 +14,7 @@ from textbox.config import ConfigError, TextBoxUserError
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.collator_choice import make_collator
+from textbox.data.collate import make_collator
 from textbox.data.denoising import (infill, noise_text, permute_sentences, read_source_only_splits, span_lengths,
                                     split_sentences, words_to_mask)
 from textbox.model.tokenizer import train_bpe_tokenizer
