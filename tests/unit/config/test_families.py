@@ -16,7 +16,7 @@ from textbox.data.tokenize import decoder_only
 from textbox.decoding.engine import _static_refusals
 from textbox.config import family_keys as keys
 from textbox.model.checks import _pretraining_problems
-from textbox.model.registry import BUILDERS, get_builder
+from textbox.model.build import BUILDERS, get_builder
 
 NAMES = sorted(families.FAMILIES)
 TOKENIZER = SimpleNamespace(pad_token_id=1, eos_token_id=2)
