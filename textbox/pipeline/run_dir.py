@@ -1,5 +1,6 @@
 """The run directory: named once for every process, checked writable and roomy enough before training starts,
-and its config.yaml written. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
+and its config.yaml written; the same config summed up for the log (the keys that differ from their defaults) and
+for the tracker. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
 textbox/config/run_config.py.)"""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
 
 from textbox.config import Config, TextBoxUserError
+from textbox.config.schema import DEFAULTS
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
 from textbox.utils import yaml_numbers
@@ -37,6 +39,28 @@ def _settings(text: str) -> dict[str, Any] | None:
     except yaml.YAMLError:
         return None
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
+
+
+def config_summary(config: Config) -> str:
+    """The keys that differ from their defaults and where each was set: what makes this run this run."""
+    changed = [f"  {key} = {value!r}  ({_origin(config, key)})" for key, value in config.items()
+               if value != DEFAULTS[key]]
+    return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])
+
+
+def _origin(config: Config, key: str) -> str:
+    """Where a key was set; a dict merged from several layers names the layer of each of its entries."""
+    by_origin: dict[str, list[str]] = {}
+    for entry, origin in config.entry_sources(key).items():
+        by_origin.setdefault(origin, []).append(str(entry))
+    if len(by_origin) < 2:
+        return config.source_of(key)
+    return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
+
+
+def tracker_hparams(config: Config) -> dict[str, Any]:
+    """Trackers accept scalars only: lists, dicts and None become strings."""
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
 
 
 def plan_run_dir(config: Config, accelerator: Accelerator) -> Path:

@@ -10,7 +10,7 @@ import torch
 
 from textbox.config import TextBoxUserError, load_config
 from textbox.pipeline.devices import build_accelerator, check_gpu_ids, export_gpu_id
-from textbox.pipeline.recipe import config_summary
+from textbox.pipeline.run_dir import config_summary
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="fp16 is allowed where CUDA exists")
