@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import datasets
@@ -86,8 +85,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         check_resume_files(accelerator, run.run_dir / LAST)
     built = build(config, accelerator, logger)
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        check_free_space(_existing_ancestor(run.run_dir),
-                         peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
+        check_free_space(run.run_dir, peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
     make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
         attach_log_file(run.run_dir)
@@ -240,12 +238,6 @@ def evaluation_model(run: RunContext, model: torch.nn.Module) -> torch.nn.Module
         model = load_saved_model(best_dir, run.accelerator.unwrap_model(model))
         run.logger.info(f"using {best_dir}")
     return model.to(run.accelerator.device)
-
-
-def _existing_ancestor(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def _quiet_libraries() -> None:

@@ -21,6 +21,7 @@ from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
 from textbox.utils import yaml_numbers
 from textbox.utils.atomic import write_text_atomic
+from textbox.utils.paths import existing_ancestor
 
 
 def write_run_config(config: Config, run_dir: Path) -> None:
@@ -126,9 +127,7 @@ def _clear(run_dir: Path) -> None:
 
 def _unwritable_ancestor(run_dir: Path, saved_dir: str) -> str | None:
     """The directory that will hold ``run_dir`` (its nearest existing ancestor) must be writable."""
-    existing = run_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = existing_ancestor(run_dir)
     if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
         return None
     return (f"--saved_dir={saved_dir}: cannot write the run directory {run_dir} ({existing} is not a writable "
@@ -160,12 +159,14 @@ def peak_checkpoint_bytes(parameter_bytes: int, max_save: int) -> int:
 
 
 def check_free_space(run_dir: Path, needed: int, accelerator: Accelerator) -> None:
-    """Stop before training when the run directory's disk cannot hold the checkpoints."""
+    """Stop before training when the disk that holds (or will hold) the run directory cannot hold the
+    checkpoints."""
     problem = None
     if accelerator.is_main_process:
-        free = shutil.disk_usage(run_dir).free
+        holder = existing_ancestor(run_dir)
+        free = shutil.disk_usage(holder).free
         if free < needed:
-            problem = (f"{run_dir} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
+            problem = (f"{holder} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
                        f"free some space or choose another --saved_dir (a smaller --max_save needs less)")
     raise_on_every_process(problem, accelerator)
 
