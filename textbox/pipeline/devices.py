@@ -1,6 +1,6 @@
 """The run's devices and accelerator: --gpu_id exported before CUDA starts and its devices present, the tracker's
-package present. What the launcher (accelerate launch) asked, and how it must agree with the config, is
-textbox.config.launcher's: mixed precision, FSDP/DeepSpeed, the gpu_id list."""
+package present, sharded training only where accelerate runs it. What the launcher (accelerate launch) asked, and
+how it must agree with the config, is textbox.config.launcher's: the Launch handed in here."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,21 +8,21 @@ import os
 from typing import TYPE_CHECKING
 
 from textbox.config import Config, TextBoxUserError
-from textbox.config.launcher import agreed_mixed_precision, gpu_id_list, refuse_sharding_on_cpu
+from textbox.config.launcher import Launch
 
 if TYPE_CHECKING:  # torch starts only once --gpu_id is exported (export_gpu_id)
     from accelerate import Accelerator
 
 
-def export_gpu_id(config: Config) -> None:
-    """gpu_id must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the Accelerator); the
-    devices it names must then all be there: a run never falls back to other devices (or the CPU) silently.
+def export_gpu_id(ids: list[str] | None) -> None:
+    """--gpu_id's device ``ids`` must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the
+    Accelerator); the devices they name must then all be there: a run never falls back to other devices (or the
+    CPU) silently.
 
     torch.cuda.device_count() is asked only after the export, so that CUDA starts with the chosen devices (in a
     process where CUDA is already initialised, e.g. a second in-process run, the first run's devices stay)."""
-    if config.gpu_id is None:
+    if ids is None:
         return
-    ids = gpu_id_list(config.gpu_id)
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
     import torch
 
@@ -64,14 +64,23 @@ def _machine_gpu_count() -> int | None:
     return count if count >= 0 else None
 
 
-def build_accelerator(config: Config) -> Accelerator:
+def build_accelerator(config: Config, launch: Launch) -> Accelerator:
+    """The run's Accelerator, with ``launch``'s precision. FSDP or DeepSpeed asked of the launcher on a machine
+    without CUDA is refused: accelerate would train plain DDP (DistributedType.MULTI_CPU) without a word."""
     import torch
     from accelerate import Accelerator, DataLoaderConfiguration
     from accelerate.utils import DistributedDataParallelKwargs
 
-    precision = agreed_mixed_precision(config, config.source_of("mixed_precision"))
+    precision = launch.mixed_precision
     cuda = torch.cuda.is_available()
-    refuse_sharding_on_cpu(cuda)
+    if launch.gpu_only is not None and not cuda:
+        error = TextBoxUserError(f"the launcher asks for {launch.gpu_only}, but no CUDA GPU is visible: accelerate "
+                                 f"runs sharded training on GPU processes only and would silently train plain DDP "
+                                 f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
+                                 f"ACCELERATE_USE_CPU=true) or on GPUs")
+        # every process finds it: the first process of each machine prints it
+        error.shown_elsewhere = os.environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+        raise error
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker

@@ -23,6 +23,7 @@ from transformers import PreTrainedTokenizerBase
 
 from textbox.checks import check_config
 from textbox.config import Config
+from textbox.config.launcher import agreed_launch
 from textbox.data import read_splits, tokenize_splits
 from textbox.data.collate import make_collator
 from textbox.data.denoising import read_source_only_splits
@@ -56,8 +57,9 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     before the run directory is made; a failure after it exists is written to its project.log and the run marked
     failed (a retry with the same --filename then replaces it)."""
     check_config(config)  # every problem at once, before anything is built (callers that skip textbox.checks too)
-    export_gpu_id(config)  # before anything starts CUDA
-    accelerator = build_accelerator(config)
+    launch = agreed_launch(config)  # what the launcher (accelerate launch) and the config agree on
+    export_gpu_id(launch.gpu_ids)  # before anything starts CUDA
+    accelerator = build_accelerator(config, launch)
     if accelerator.mixed_precision != config.mixed_precision:  # the launcher's: config.yaml records what ran
         config = config.replace(mixed_precision=accelerator.mixed_precision)
     try:
