@@ -68,17 +68,6 @@ def save_full_model(accelerator: Any, model: Any, directory: Path, state: dict[s
     accelerator.unwrap_model(model).save_pretrained(Path(directory), state_dict=state)
 
 
-def resume_model_files(accelerator: Any) -> list[str]:
-    """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
-    from accelerate.utils import DistributedType
-
-    if accelerator.distributed_type == DistributedType.DEEPSPEED:
-        return []  # the engine's own checkpoint directory; accelerate's load_state names what is missing
-    if accelerator.distributed_type == DistributedType.FSDP:
-        return ["pytorch_model_fsdp.bin", "optimizer.bin"]  # FULL_STATE_DICT, as configs/accelerate/fsdp.yaml
-    return ["model.safetensors", "optimizer.bin"]
-
-
 def _deepspeed_settings(accelerator: Any) -> dict[str, Any] | None:
     from accelerate.utils import DistributedType
 
