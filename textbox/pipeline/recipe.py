@@ -30,7 +30,6 @@ from textbox.data.denoising import read_source_only_splits
 from textbox.data.split import Split
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
-from textbox.evaluator.examples import format_examples
 from textbox.decoding.generate import write_generations
 from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
@@ -39,7 +38,7 @@ from textbox.pipeline.context import RunContext
 from textbox.pipeline.devices import build_accelerator, export_gpu_id
 from textbox.pipeline.distributed import is_shared, leave_process_group, main_process_first
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
-from textbox.pipeline.results import failed, write_results
+from textbox.pipeline.results import failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
