@@ -247,7 +247,7 @@ def main() -> None:
     from textbox.evaluator.evaluator import Evaluator
     from textbox.model.build import build_model
     from textbox.config.launcher import agreed_launch
-    from textbox.pipeline.devices import build_accelerator
+    from textbox.pipeline.processes import build_accelerator
 
     transformers_logging.set_verbosity_error()
     threads = set_threads(args.threads)

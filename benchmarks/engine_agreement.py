@@ -147,7 +147,7 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     from textbox.decoding.generate import generate_sequences, generation_settings
     from textbox.model.build import build_model
     from textbox.config.launcher import agreed_launch
-    from textbox.pipeline.devices import build_accelerator
+    from textbox.pipeline.processes import build_accelerator
 
     best = trained_model(kind, args)
     config = framework_config(args.data, model=kind, model_path=str(best),

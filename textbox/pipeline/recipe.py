@@ -35,8 +35,8 @@ from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
 from textbox.pipeline.context import RunContext
-from textbox.pipeline.devices import build_accelerator, export_gpu_id
-from textbox.pipeline.distributed import is_shared, leave_process_group, main_process_first
+from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
+                                        main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
 from textbox.pipeline.results import failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,

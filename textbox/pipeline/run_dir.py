@@ -15,10 +15,11 @@ import yaml
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
 
-from textbox.config import Config, TextBoxUserError
+from textbox.config import Config
 from textbox.config.schema import DEFAULTS
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
+from textbox.pipeline.processes import raise_on_every_process
 from textbox.utils import yaml_numbers
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.paths import existing_ancestor
@@ -169,18 +170,6 @@ def check_free_space(run_dir: Path, needed: int, accelerator: Accelerator) -> No
             problem = (f"{holder} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
                        f"free some space or choose another --saved_dir (a smaller --max_save needs less)")
     raise_on_every_process(problem, accelerator)
-
-
-def raise_on_every_process(problem: str | None, accelerator: Accelerator) -> None:
-    """The main process found (or did not find) a problem: every process raises it (shown once, by the main
-    process), none waits forever."""
-    problem = broadcast_object_list([problem])[0]
-    if problem:
-        error = TextBoxUserError(problem)
-        error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]
-        error.shared = True  # type: ignore[attr-defined]  # raised by every process: see textbox.pipeline.distributed
-        raise error
-    accelerator.wait_for_everyone()
 
 
 def _size(count: int) -> str:

@@ -2,7 +2,7 @@
 
 - Devices: accelerate turns FSDP and DeepSpeed on only for GPU processes; on CPU processes (`Accelerator(cpu=True)`,
   DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP.
-  textbox.pipeline.devices.build_accelerator says so and stops the run instead (accelerate 1.15 / torch 2.13:
+  textbox.pipeline.processes.build_accelerator says so and stops the run instead (accelerate 1.15 / torch 2.13:
   state.py enables FSDP only for MULTI_GPU-like types and DeepSpeed only when not cpu).
 - Optimiser and schedule: the engine's own when the DeepSpeed config defines them (accelerate's DummyOptim and
   DummyScheduler stand in until prepare), else ours; model, optimiser and (engine) schedule prepared together.

@@ -10,7 +10,7 @@ import torch
 
 from textbox.config import TextBoxUserError, load_config
 from textbox.config.launcher import Launch, agreed_launch
-from textbox.pipeline.devices import build_accelerator, check_gpu_ids, export_gpu_id
+from textbox.pipeline.processes import build_accelerator, check_gpu_ids, export_gpu_id
 from textbox.pipeline.run_dir import config_summary
 
 

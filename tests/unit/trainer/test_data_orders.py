@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from textbox.config.launcher import agreed_launch
-from textbox.pipeline.devices import build_accelerator
+from textbox.pipeline.processes import build_accelerator
 from textbox.trainer.loaders import train_loader
 from tests.unit.trainer.tiny import trainer_config
 
