@@ -26,7 +26,7 @@ from textbox.config import Config
 from textbox.config.launcher import agreed_launch
 from textbox.data import read_splits, tokenize_splits
 from textbox.data.collate import make_collator
-from textbox.data.denoising import read_source_only_splits
+from textbox.data.readers import read_source_only_splits
 from textbox.data.split import Split
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator

@@ -15,8 +15,8 @@ from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.collate import make_collator
-from textbox.data.denoising import (infill, noise_text, permute_sentences, read_source_only_splits, span_lengths,
-                                    split_sentences, words_to_mask)
+from textbox.data.denoising import infill, noise_text, permute_sentences, span_lengths, split_sentences, words_to_mask
+from textbox.data.readers import read_source_only_splits
 from textbox.model.tokenizer import train_bpe_tokenizer
 
 MASK = "<mask>"
