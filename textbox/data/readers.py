@@ -46,8 +46,8 @@ def locate_data(config: Config, names: Sequence[str], log: Callable[[str], None]
 
 def uses_catalogue(config: Config) -> bool:
     """A catalogue entry is read from its archive when no local copy is given or present."""
-    return bool(config["catalogue"]) and config["data_path"] is None and config["data_format"] in ("auto", "plain") \
-        and not dataset_directory(config).exists()
+    return (bool(config["catalogue"]) and config["data_path"] is None and config["data_format"] in ("auto", "plain")
+            and not dataset_directory(config).exists())
 
 
 def read_splits(config: Config, names: Sequence[str] = SPLITS,

@@ -24,10 +24,10 @@ from transformers import PreTrainedTokenizerBase
 from textbox.checks import check_config
 from textbox.config import Config
 from textbox.config.launcher import agreed_launch
-from textbox.data import read_splits, tokenize_splits
 from textbox.data.collate import make_collator
-from textbox.data.readers import read_source_only_splits
+from textbox.data.readers import read_source_only_splits, read_splits
 from textbox.data.split import Split
+from textbox.data.tokenize import tokenize_splits
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.decoding.generate import write_generations
