@@ -246,7 +246,8 @@ def main() -> None:
     from textbox.decoding.generate import generate_texts
     from textbox.evaluator.evaluator import Evaluator
     from textbox.model.build import build_model
-    from textbox.pipeline.devices import build_accelerator
+    from textbox.config.launcher import agreed_launch
+    from textbox.pipeline.processes import build_accelerator
 
     transformers_logging.set_verbosity_error()
     threads = set_threads(args.threads)
@@ -262,7 +263,7 @@ def main() -> None:
     test = tokenize_splits(config, {"test": split}, tokenizer, log=lambda message: None)["test"]
     inputs = [list(ids) for ids in test["input_ids"]]
     references = [refs[0] for refs in split.targets]
-    accelerator = build_accelerator(config)
+    accelerator = build_accelerator(config, agreed_launch(config))
     with tempfile.TemporaryDirectory() as work:
         evaluator = Evaluator(config, accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
 

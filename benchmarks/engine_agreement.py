@@ -140,13 +140,14 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
     from textbox.data import read_splits, tokenize_splits
-    from textbox.data.collator_choice import make_collator
+    from textbox.data.collate import make_collator
     from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
     from textbox.decoding.engine import DecodingOptions, EngineChoice, choose_engine
     from textbox.evaluator.evaluator import Evaluator
     from textbox.decoding.generate import generate_sequences, generation_settings
     from textbox.model.build import build_model
-    from textbox.pipeline.devices import build_accelerator
+    from textbox.config.launcher import agreed_launch
+    from textbox.pipeline.processes import build_accelerator
 
     best = trained_model(kind, args)
     config = framework_config(args.data, model=kind, model_path=str(best),
@@ -155,7 +156,7 @@ def measure(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     model, tokenizer = built.model.eval(), built.tokenizer
     split = read_splits(config, ["test"], log=lambda message: None)["test"]
     test = tokenize_splits(config, {"test": split}, tokenizer, log=lambda message: None)["test"]
-    accelerator = build_accelerator(config)
+    accelerator = build_accelerator(config, agreed_launch(config))
     evaluator = Evaluator(config, accelerator, tokenizer, make_collator(config, tokenizer))
     loader = evaluator.loader(test)
     decoder_only = not model.config.is_encoder_decoder

@@ -74,7 +74,7 @@ def main() -> None:
 
     from textbox.data import Seq2SeqCollator
     from textbox.data.batching import ShuffledBatchSampler, TokenBudgetBatchSampler, column_lengths
-    from textbox.data.causal import CausalLMCollator
+    from textbox.data.collate import CausalLMCollator
 
     threads = set_threads(args.threads)
     model, tokenizer, tokenized, _ = prepare_data_and_model(framework_config(args.data), splits=())

@@ -50,11 +50,12 @@ def budget_for(sampler_lengths: tuple[Any, Any], batch_size: int) -> int:
 
 def train_ours(config: Any, model: Any, tokenizer: Any, data: Any, work: Path) -> StepClock:
     from textbox.data import Seq2SeqCollator
-    from textbox.pipeline.devices import build_accelerator
+    from textbox.config.launcher import agreed_launch
+    from textbox.pipeline.processes import build_accelerator
     from textbox.trainer.loop import Trainer
 
     clock = StepClock(model, Seq2SeqCollator(tokenizer.pad_token_id))
-    trainer = Trainer(config, build_accelerator(config), model, tokenizer, clock, work, logging.getLogger("ours"))
+    trainer = Trainer(config, build_accelerator(config, agreed_launch(config)), model, tokenizer, clock, work, logging.getLogger("ours"))
     trainer.fit(data)
     return clock
 

@@ -57,11 +57,11 @@ def save_tiny_causal_lm(path: Path, texts: Iterable[str], style: str, cache_dir:
 
 def train_tiny_causal_lm(style: str, pairs: list[tuple[str, str]], cache_dir: Path, steps: int = 300):
     """(model, tokenizer): a tiny ``style`` LM trained on (source, target) pairs as the framework trains it
-    (textbox.data.causal: ``source eos target eos``, the loss on the target), a few seconds on a CPU. Its outputs
+    (textbox.data.collate: ``source eos target eos``, the loss on the target), a few seconds on a CPU. Its outputs
     end where they like, unlike a random model's, which run to the length bound."""
     import torch
 
-    from textbox.data.causal import CausalLMCollator
+    from textbox.data.collate import CausalLMCollator
 
     tokenizer = causal_tokenizer([text for pair in pairs for text in pair], cache_dir, style)
     tokenizer.pad_token = tokenizer.eos_token  # as the builder does for tokenizers without one

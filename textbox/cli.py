@@ -71,6 +71,6 @@ def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
 
 def _leave_process_group(error: BaseException) -> None:
     """After the message is out: a failure every process raised waits for them all, then each leaves."""
-    from textbox.pipeline.distributed import is_shared, leave_process_group
+    from textbox.pipeline.processes import is_shared, leave_process_group
 
     leave_process_group(meet_first=is_shared(error))

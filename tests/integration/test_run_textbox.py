@@ -36,7 +36,7 @@ def test_run_directory_holds_every_output(trained_run: Path):
 
 
 def test_the_closing_log_shows_test_examples_beside_their_references(trained_run: Path):
-    from textbox.evaluator.examples import example_indices
+    from textbox.pipeline.results import example_indices
 
     log = (trained_run / "project.log").read_text()
     closing = log[log.index("split  figure"):]  # after the figures' table

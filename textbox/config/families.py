@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Kinds: one builder each (textbox.model.registry.BUILDERS), one row of key support each (textbox.config.family_keys).
+# Kinds: one builder each (textbox.model.build.BUILDERS), one row of key support each (textbox.config.family_keys).
 TRANSFORMER, SEQ2SEQ, CAUSAL_LM, ENCODER_DECODER, RNN = "transformer", "seq2seq", "causal_lm", "encoder_decoder", "rnn"
 RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint; its ``cell`` is the family
 # The config.json model_types ctranslate2.converters.TransformersConverter converts, and the CTranslate2 class that

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from textbox.config.errors import TextBoxUserError
 
@@ -170,36 +171,45 @@ def _deepspeed_problems(values: Mapping[str, Any], sources: Mapping[str, str], w
     return problems
 
 
-def agreed_mixed_precision(values: Mapping[str, Any], source: str, environ: Mapping[str, str] | None = None) -> str:
+@dataclass(frozen=True)
+class Launch:
+    """What the launcher and the config agree the run's processes use, read once before anything starts: the plain
+    values the pipeline sets the devices and the Accelerator up with."""
+
+    gpu_ids: list[str] | None  # --gpu_id as device ids; None: the devices the launcher gives
+    mixed_precision: str  # the Accelerator's (agreed_mixed_precision)
+    gpu_only: str | None  # sharded training the launcher asks for, which accelerate runs on GPU processes only
+
+
+class SourcedValues(Protocol):
+    """A Config as agreed_launch reads it (the loader imports this module, so not the class itself)."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def source_of(self, name: str) -> str: ...
+
+
+def agreed_launch(config: SourcedValues, environ: Mapping[str, str] | None = None) -> Launch:
+    """The run's Launch (the launcher's settings: ``environ``, default os.environ)."""
+    environ = os.environ if environ is None else environ
+    gpu_only = ("FSDP (--use_fsdp / distributed_type: FSDP)" if uses_fsdp(environ) else
+                "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)" if uses_deepspeed(environ) else None)
+    ids = None if config["gpu_id"] is None else gpu_id_list(config["gpu_id"])
+    return Launch(ids, agreed_mixed_precision(config, environ), gpu_only)
+
+
+def agreed_mixed_precision(config: SourcedValues, environ: Mapping[str, str] | None = None) -> str:
     """The precision the Accelerator is built with: the launcher's --mixed_precision and the config must not
     silently disagree. `accelerate launch` always exports one ('no' when given none), so its 'no' leaves the choice
-    to the config; a config left at its default (``source``) takes the launcher's."""
+    to the config; a config that leaves mixed_precision at its default takes the launcher's."""
     environ = os.environ if environ is None else environ
     launcher = environ.get("ACCELERATE_MIXED_PRECISION")
-    if launcher in (None, "no", values["mixed_precision"]):
-        return values["mixed_precision"]
-    if source == "default":
+    if launcher in (None, "no", config["mixed_precision"]):
+        return config["mixed_precision"]
+    if config.source_of("mixed_precision") == "default":
         return launcher
-    raise TextBoxUserError(f"--mixed_precision={values['mixed_precision']} disagrees with the launcher's "
+    raise TextBoxUserError(f"--mixed_precision={config['mixed_precision']} disagrees with the launcher's "
                            f"--mixed_precision={launcher}; make them equal (or set only one of them)")
-
-
-def refuse_sharding_on_cpu(cuda: bool, environ: Mapping[str, str] | None = None) -> None:
-    """FSDP or DeepSpeed asked of the launcher on a machine without CUDA: accelerate would train plain DDP
-    (DistributedType.MULTI_CPU) without a word."""
-    environ = os.environ if environ is None else environ
-    if cuda:
-        return
-    for asked, name in ((uses_fsdp(environ), "FSDP (--use_fsdp / distributed_type: FSDP)"),
-                        (uses_deepspeed(environ), "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)")):
-        if asked:
-            error = TextBoxUserError(f"the launcher asks for {name}, but no CUDA GPU is visible: accelerate runs "
-                                     f"sharded training on GPU processes only and would silently train plain DDP "
-                                     f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
-                                     f"ACCELERATE_USE_CPU=true) or on GPUs")
-            # every process finds it: the first process of each machine prints it
-            error.shown_elsewhere = environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
-            raise error
 
 
 def run_mixed_precision(values: Mapping[str, Any], environ: Mapping[str, str]) -> str:

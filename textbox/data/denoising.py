@@ -1,9 +1,9 @@
 """Denoising pre-training (``--pretrain_task=denoising``): BART's sentence permutation and text infilling,
 applied on the fly to every batch; the target is the original text.
 
-Data. ``read_source_only_splits`` reads train.src (valid.src for validation by loss, test.src for a test loss)
-and nothing else: each source is its own target. Tokenisation is the usual one (tokenize.py), so an example
-holds the clean source as ``input_ids`` (within src_len) and as ``labels`` (within tgt_len).
+Data. ``read_source_only_splits`` (textbox.data.readers) reads train.src (valid.src for validation by loss, test.src
+for a test loss) and nothing else: each source is its own target. Tokenisation is the usual one (tokenize.py), so an
+example holds the clean source as ``input_ids`` (within src_len) and as ``labels`` (within tgt_len).
 
 Noise (``DenoisingCollator``), on *words* (whitespace-separated pieces of the text, not BPE tokens: a masked
 span never cuts a word, and mask_ratio means the same whatever the tokenizer), for each example:
@@ -37,48 +37,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from textbox.config.errors import DataError, TextBoxUserError
-from textbox.data.split import Split
+from textbox.config.errors import TextBoxUserError
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _TRAIN, _EVAL = 0, 1  # keep training and evaluation seeds apart
-
-
-# --- reading ---------------------------------------------------------------------------------------------------
-def read_source_only_splits(config: Any, names: Sequence[str],
-                            log: Callable[[str], None] = print) -> dict[str, Split]:
-    """The splits ``names`` from their sources alone (train.src, valid.src, test.src for plain text; the
-    ``src_field`` column otherwise), each source its own target; quick_test applies as usual."""
-    from textbox.data.readers import _first_examples, _read_raw, locate_data, read_dataset_lines
-
-    directory, data_format = locate_data(config, names, log)
-    splits = {}
-    for name in names:
-        if data_format == "plain":
-            path = Path(directory) / f"{name}.src"
-            if not path.is_file():
-                raise DataError(f"{path} does not exist; denoising pre-training reads {name}.src alone "
-                                f"(train.src to train, valid.src to validate, test.src for a test loss; "
-                                f"--do_valid=False / --do_test=False do without the last two)")
-            sources = read_dataset_lines(path)
-            origin = str(path)
-            locate = lambda i, origin=origin: f"{origin}:{i + 1}"  # noqa: E731
-        else:  # json/csv/parquet/hub: the source column stands in for the target column too
-            raw = _read_raw(config.replace(tgt_field=config.src_field), data_format, directory, name)
-            sources, locate, origin = list(raw.sources), raw.locate_source, f"the {config.src_field!r} column"
-        for i, source in enumerate(sources):
-            if not isinstance(source, str) or not source.strip():
-                raise DataError(f"{locate(i)}: the source is empty or not text ({source!r:.60}); "
-                                f"every line needs text")
-        splits[name] = _first_examples(Split(name, list(sources), [[source] for source in sources]),
-                                       config.quick_test)
-        log(f"denoising pre-training: {name} from {origin}, each source its own target")
-    return splits
 
 
 # --- noise -----------------------------------------------------------------------------------------------------
@@ -157,12 +123,10 @@ def noise_text(text: str, rng: np.random.Generator, mask: str, mask_ratio: float
 
 # --- batches ---------------------------------------------------------------------------------------------------
 class DenoisingCollator:
-    """Noises each example's source (decoded from ``input_ids``) and pads the batch like Seq2SeqCollator; the
-    labels (the clean source) are kept as tokenised."""
+    """Noises each example's source (decoded from ``input_ids``) and pads the batch with ``pad`` (an
+    encoder-decoder's collator: textbox.data.collate); the labels (the clean source) are kept as tokenised."""
 
-    def __init__(self, config: Any, tokenizer: Any):
-        from textbox.data.collate import Seq2SeqCollator  # torch, only when batches are made
-
+    def __init__(self, config: Any, tokenizer: Any, pad: Callable[[list[dict[str, Any]]], dict[str, Any]]):
         if getattr(tokenizer, "mask_token", None) is None or tokenizer.mask_token_id is None:
             raise TextBoxUserError(f"--pretrain_task=denoising replaces spans with a mask token, and the tokenizer "
                                    f"of model {config.model!r} ({type(tokenizer).__name__}) has none; use a model "
@@ -174,7 +138,7 @@ class DenoisingCollator:
         self.permute_sentence_ratio = float(config.permute_sentence_ratio)
         self.src_len = config.src_len
         self.truncate = config.truncate
-        self.pad = Seq2SeqCollator(tokenizer.pad_token_id)
+        self.pad = pad
 
     def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, Any]:
         from textbox.data.tokenize import encode_within

@@ -46,8 +46,8 @@ def locate_data(config: Config, names: Sequence[str], log: Callable[[str], None]
 
 def uses_catalogue(config: Config) -> bool:
     """A catalogue entry is read from its archive when no local copy is given or present."""
-    return bool(config["catalogue"]) and config["data_path"] is None and config["data_format"] in ("auto", "plain") \
-        and not dataset_directory(config).exists()
+    return (bool(config["catalogue"]) and config["data_path"] is None and config["data_format"] in ("auto", "plain")
+            and not dataset_directory(config).exists())
 
 
 def read_splits(config: Config, names: Sequence[str] = SPLITS,
@@ -65,6 +65,37 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
             split = group_references(split)
         splits[name] = _first_examples(split, config.quick_test)
     return splits
+
+
+def read_source_only_splits(config: Config, names: Sequence[str],
+                            log: Callable[[str], None] = print) -> dict[str, Split]:
+    """The splits ``names`` from their sources alone (train.src, valid.src, test.src for plain text; the
+    ``src_field`` column otherwise), each source its own target; quick_test applies as usual. What denoising
+    pre-training (textbox.data.denoising) reads."""
+    directory, data_format = locate_data(config, names, log)
+    splits = {}
+    for name in names:
+        if data_format == "plain":
+            path = Path(directory) / f"{name}.src"
+            if not path.is_file():
+                raise DataError(f"{path} does not exist; denoising pre-training reads {name}.src alone "
+                                f"(train.src to train, valid.src to validate, test.src for a test loss; "
+                                f"--do_valid=False / --do_test=False do without the last two)")
+            sources = read_dataset_lines(path)
+            origin = str(path)
+            locate = lambda i, origin=origin: f"{origin}:{i + 1}"  # noqa: E731
+        else:  # json/csv/parquet/hub: the source column stands in for the target column too
+            raw = _read_raw(config.replace(tgt_field=config.src_field), data_format, directory, name)
+            sources, locate, origin = list(raw.sources), raw.locate_source, f"the {config.src_field!r} column"
+        for i, source in enumerate(sources):
+            if not isinstance(source, str) or not source.strip():
+                raise DataError(f"{locate(i)}: the source is empty or not text ({source!r:.60}); "
+                                f"every line needs text")
+        splits[name] = _first_examples(Split(name, list(sources), [[source] for source in sources]),
+                                       config.quick_test)
+        log(f"denoising pre-training: {name} from {origin}, each source its own target")
+    return splits
+
 
 
 def key_problems(config: Config) -> list[str]:

@@ -26,7 +26,7 @@ import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
@@ -48,14 +48,15 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: Any,
     import datasets
 
     tokenizer_digest = tokenizer_fingerprint(tokenizer)
+    head = source_head(tokenizer, config)  # a Marian target language token, or nothing
     tokenized = {}
     for name, split in splits.items():
-        key = cache_key(config, split, tokenizer_digest, tokenizer)
+        key = cache_key(config, split, tokenizer_digest, head)
         path = Path(config.cache_dir) / "tokenized" / f"{name}-{key}"
         cached = _cached(path, split, log)
         if cached is None:
             with atomic_directory(path) as staging:
-                _tokenize(config, split, tokenizer, path.name).save_to_disk(str(staging))
+                _tokenize(config, split, tokenizer, head, path.name).save_to_disk(str(staging))
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
             cached = datasets.load_from_disk(str(path))
         tokenized[name] = cached
@@ -104,8 +105,9 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hasher.hexdigest()
 
 
-def cache_key(config: Config, split: Split, tokenizer_digest: str, tokenizer: Any = None) -> str:
-    """A digest of everything the tokenised split depends on (only the first reference is tokenised)."""
+def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequence[int] = ()) -> str:
+    """A digest of everything the tokenised split depends on (only the first reference is tokenised); ``head``:
+    the ids every source starts with (textbox.config.languages.source_head)."""
     recipe = {
         "layout": CACHE_LAYOUT_VERSION,
         "tokenizer": tokenizer_digest,
@@ -116,8 +118,8 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str, tokenizer: An
     }
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
-    if source_head(tokenizer, config):  # a Marian target language token (the others' languages are in its files)
-        recipe["source_head"] = source_head(tokenizer, config)
+    if head:  # a Marian target language token (the others' languages are in the tokenizer's files)
+        recipe["source_head"] = list(head)
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
 
 
@@ -127,12 +129,11 @@ def library_versions() -> list[str]:
     return [f"{name} {importlib.metadata.version(name)}" for name in ("tokenizers", "transformers")]
 
 
-def _tokenize(config: Config, split: Split, tokenizer: Any, fingerprint: str) -> "datasets.Dataset":
+def _tokenize(config: Config, split: Split, tokenizer: Any, head: list[int], fingerprint: str) -> "datasets.Dataset":
     import datasets
 
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
     lm_targets = decoder_only(config)
-    head = source_head(tokenizer, config)
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
         return {

@@ -1,7 +1,7 @@
 """The transformers engine: ``model.generate`` over a (possibly distributed) evaluation DataLoader, for every model
 and setting (textbox.decoding.engine chooses it where CTranslate2 cannot decode). Texts come back in dataset order.
 
-Decoder-only LMs (textbox.data.causal) generate from ``prompt_ids``, the source left-padded so that every prompt
+Decoder-only LMs (textbox.data.collate) generate from ``prompt_ids``, the source left-padded so that every prompt
 ends where generation continues; only the new tokens are kept.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Source and target are joined into one sequence, ``source eos target eos`` (the first eos separates them and is
 not repeated when the tokenizer already ends the source with it), and only the target tokens count in the
-loss (textbox.data.causal builds the batches, textbox.model.loss shifts the logits by one). Generation continues
+loss (textbox.data.collate builds the batches, textbox.model.loss shifts the logits by one). Generation continues
 the left-padded ``source eos`` and keeps only the new tokens (textbox.decoding.generate).
 
 Max lengths are split between source and target: ``--src_len`` bounds the source part (prompts and the

@@ -60,8 +60,8 @@ def safetensors_problem(path: Path) -> str | None:
                 return f"{size} bytes, shorter than a safetensors header"
             header_length = struct.unpack("<Q", prefix)[0]
             if header_length > size - 8:
-                return f"its header claims {header_length} bytes but the file has {size}: truncated or not " \
-                       f"a safetensors file"
+                return (f"its header claims {header_length} bytes but the file has {size}: truncated or not "
+                        f"a safetensors file")
             header = json.loads(stream.read(header_length).decode("utf-8"))
     except OSError as error:
         return f"cannot be read: {error}"

@@ -106,8 +106,8 @@ def _unknown_model_type(directory: Path) -> str | None:
         model_type = json.loads((directory / "config.json").read_text(encoding="utf-8-sig")).get("model_type")
     except (OSError, ValueError, AttributeError):
         return None
-    return model_type if isinstance(model_type, str) and model_type not in CONFIG_MAPPING_NAMES and \
-        model_type not in _registered_model_types() else None
+    return (model_type if isinstance(model_type, str) and model_type not in CONFIG_MAPPING_NAMES
+            and model_type not in _registered_model_types() else None)
 
 
 def _registered_model_types() -> set[str]:

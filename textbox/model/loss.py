@@ -2,7 +2,7 @@
 (needed for an exact distributed validation loss) work the same for every model.
 
 Encoder-decoders: the decoder reads the labels shifted right, and its logits at position t score label t.
-Decoder-only LMs (textbox.data.causal): ``input_ids`` is source + eos + target and ``labels`` holds the target at the
+Decoder-only LMs (textbox.data.collate): ``input_ids`` is source + eos + target and ``labels`` holds the target at the
 same positions (-100 elsewhere); the logits at position t score token t + 1, so they are shifted by one, exactly
 as Hugging Face's own causal-LM loss does.
 """
@@ -117,5 +117,5 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
 
 def target_tokens(batch: dict[str, torch.Tensor]) -> int:
     """Target tokens of a batch that count in the loss (padding excluded). For decoder-only batches too: their
-    first position is always source or separator (textbox.data.causal), so the shift by one drops no target token."""
+    first position is always source or separator (textbox.data.collate), so the shift by one drops no target token."""
     return int((batch["labels"] != IGNORE_INDEX).sum())

@@ -2,48 +2,51 @@
 -> results.json.
 
 run_textbox.py, run_hyper.py and run_multi_seed.py all call `run(config)`; nothing patches the trainer. This module
-alone decides the order, and reads in it: `run` sets up, `_run` opens the run directory, `fit` builds the Trainer
-and trains, `evaluate` tests checkpoint_best (or generates for --input_file), `write_results` closes. The package is
-imported only to run (textbox.cli imports it after --help and the config checks), so torch is imported here at the
-top like everything else.
+alone decides the order, and reads in it: `run` sets up, `_run` opens the run directory, `build` reads the data and
+builds the model, `fit` builds the Trainer and trains, `evaluate` tests checkpoint_best (or generates for
+--input_file), `write_results` closes. The package is imported only to run (textbox.cli imports it after --help and
+the config checks), so torch is imported here at the top like everything else.
 """
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 import torch
 import transformers
 from accelerate import Accelerator
+from accelerate.utils import set_seed
+from transformers import PreTrainedTokenizerBase
 
 from textbox.checks import check_config
 from textbox.config import Config
-from textbox.config.schema import DEFAULTS
-from textbox.data.collator_choice import make_collator
+from textbox.config.launcher import agreed_launch
+from textbox.data.collate import make_collator
+from textbox.data.readers import read_source_only_splits, read_splits
+from textbox.data.split import Split
+from textbox.data.tokenize import tokenize_splits
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
-from textbox.evaluator.examples import format_examples
 from textbox.decoding.generate import write_generations
-from textbox.model.loading import load_saved_model
-from textbox.pipeline.ingredients import Built, build, log_model_size, weight_bytes
+from textbox.model.build import build_model
+from textbox.model.built_model import EfficientRecord
+from textbox.model.loading import count_parameters, load_saved_model
 from textbox.pipeline.context import RunContext
-from textbox.pipeline.devices import build_accelerator, export_gpu_id
-from textbox.pipeline.distributed import is_shared, leave_process_group
+from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
+                                        main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
-from textbox.pipeline.results import failed, write_results
-from textbox.pipeline.run_dir import (check_free_space, make_run_dir, peak_checkpoint_bytes, plan_run_dir,
-                                      write_run_config)
+from textbox.pipeline.results import failed, format_examples, write_results
+from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
+                                      plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
 from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir
 from textbox.trainer.disks import copy_to_other_disks, disk_layout
 from textbox.trainer.loop import Trainer
 from textbox.utils.atomic import restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
-
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, Any]:
     """Train, validate and test as the config says; return (and write) the results. ``on_validation`` is called on
@@ -53,8 +56,9 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     before the run directory is made; a failure after it exists is written to its project.log and the run marked
     failed (a retry with the same --filename then replaces it)."""
     check_config(config)  # every problem at once, before anything is built (callers that skip textbox.checks too)
-    export_gpu_id(config)  # before anything starts CUDA
-    accelerator = build_accelerator(config)
+    launch = agreed_launch(config)  # what the launcher (accelerate launch) and the config agree on
+    export_gpu_id(launch.gpu_ids)  # before anything starts CUDA
+    accelerator = build_accelerator(config, launch)
     if accelerator.mixed_precision != config.mixed_precision:  # the launcher's: config.yaml records what ran
         config = config.replace(mixed_precision=accelerator.mixed_precision)
     try:
@@ -82,8 +86,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         check_resume_files(accelerator, run.run_dir / LAST)
     built = build(config, accelerator, logger)
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        check_free_space(_existing_ancestor(run.run_dir),
-                         peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
+        check_free_space(run.run_dir, peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
     make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
         attach_log_file(run.run_dir)
@@ -101,6 +104,39 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     return results
 
 
+class Built(NamedTuple):
+    """What a run is built from, before its run directory exists: a bad path or checkpoint fails while building,
+    with nothing written."""
+
+    splits: dict[str, Split]  # raw text: the metrics need the references
+    model: torch.nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    tokenized: dict[str, datasets.Dataset]
+    efficient: EfficientRecord | None = None  # the model's efficient method: what its checkpoints hold
+
+
+def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> Built:
+    """Data, model and tokenised splits. The main process goes first (builds, tokenizer training and caches happen
+    once); a failure on any process is raised on all of them, shown once."""
+    set_seed(config.seed)
+    testing = config.do_test and not config.input_file  # --input_file takes the test split's place
+    wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
+                                        ("test", testing)) if needed]
+
+    def build_once() -> Built:
+        if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
+            splits = read_source_only_splits(config, wanted, log=logger.info)
+        else:
+            splits = read_splits(config, wanted, log=logger.info)
+        for name, split in splits.items():
+            logger.info(f"{name}: {len(split)} examples")
+        record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
+        tokenized = tokenize_splits(config, splits, record.tokenizer, logger.info)
+        return Built(splits, record.model, record.tokenizer, tokenized, record.efficient)
+
+    return main_process_first(accelerator, build_once)
+
+
 def _open_run_directory(run: RunContext) -> None:
     """config.yaml (not rewritten when a resumed run's config is unchanged) and the tracker's files."""
     if run.is_main_process:
@@ -110,7 +146,7 @@ def _open_run_directory(run: RunContext) -> None:
     if run.config.tracker != "none":
         run.accelerator.project_configuration.set_directories(str(run.run_dir))
         run.accelerator.project_configuration.logging_dir = str(run.run_dir)  # set_directories keeps an older one
-        run.accelerator.init_trackers("textbox", config=_tracker_hparams(run.config))
+        run.accelerator.init_trackers("textbox", config=tracker_hparams(run.config))
 
 
 def _fit_and_evaluate(run: RunContext, built: Built, on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
@@ -205,12 +241,6 @@ def evaluation_model(run: RunContext, model: torch.nn.Module) -> torch.nn.Module
     return model.to(run.accelerator.device)
 
 
-def _existing_ancestor(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def _quiet_libraries() -> None:
     """Our own progress bars and log lines say what happens; the libraries' per-file bars only add noise."""
     transformers.utils.logging.disable_progress_bar()
@@ -219,23 +249,11 @@ def _quiet_libraries() -> None:
     logging.getLogger("accelerate.utils.other").setLevel(logging.ERROR)
 
 
-def config_summary(config: Config) -> str:
-    """The keys that differ from their defaults and where each was set: what makes this run this run."""
-    changed = [f"  {key} = {value!r}  ({_origin(config, key)})" for key, value in config.items()
-               if value != DEFAULTS[key]]
-    return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])
+def weight_bytes(model: torch.nn.Module) -> int:
+    """The bytes of the model's parameters (what each checkpoint holds), for the free-space check."""
+    return sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
 
 
-def _origin(config: Config, key: str) -> str:
-    """Where a key was set; a dict merged from several layers names the layer of each of its entries."""
-    by_origin: dict[str, list[str]] = {}
-    for entry, origin in config.entry_sources(key).items():
-        by_origin.setdefault(origin, []).append(str(entry))
-    if len(by_origin) < 2:
-        return config.source_of(key)
-    return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
-
-
-def _tracker_hparams(config: Config) -> dict[str, Any]:
-    """Trackers accept scalars only: lists, dicts and None become strings."""
-    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
+def log_model_size(config: Config, model: torch.nn.Module, logger: logging.Logger) -> None:
+    trainable, total = count_parameters(model)
+    logger.info(f"model {config.model}: {total:,} parameters, {trainable:,} trainable")

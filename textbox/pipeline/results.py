@@ -1,5 +1,5 @@
-"""What a run leaves when it ends: results.json (and the summary table in the log) when it finished; project.log's
-account and a FAILED mark when it failed after its directory existed."""
+"""What a run leaves when it ends: results.json (and the summary in the log: the figures' table and a few test
+examples) when it finished; project.log's account and a FAILED mark when it failed after its directory existed."""
 from __future__ import annotations
 
 import json
@@ -9,16 +9,17 @@ import traceback
 from typing import Any
 
 from textbox.config import RunInterrupted, TextBoxError
+from textbox.data.split import Split
 from textbox.pipeline.context import RunContext
 from textbox.pipeline.run_dir import FAILED_MARKER, clear_failed_mark, mark_failed
+from textbox.trainer.records import finite_or_null
 from textbox.utils.atomic import write_text_atomic
-from textbox.utils.json_numbers import finite_or_null
 from textbox.utils.logging import log_file_path, log_to_file
 
 
 def write_results(run: RunContext, results: dict[str, Any], started: float, examples: str = "") -> None:
-    """results.json, then the closing log: the figures' table, the test ``examples`` (textbox.evaluator.examples)
-    and where the outputs are."""
+    """results.json, then the closing log: the figures' table, the test ``examples`` (format_examples) and where
+    the outputs are."""
     results["run_dir"] = str(run.run_dir)
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["device"] = str(run.accelerator.device)
@@ -64,3 +65,45 @@ def log_summary(logger: logging.Logger, results: dict[str, Any], examples: str =
     if examples:
         lines += ["", examples, ""]
     logger.info("\n".join(lines) + f"\nfinished in {results['seconds']} s; outputs in {results['run_dir']}")
+
+
+# --- test examples ----------------------------------------------------------------------------------------------------
+# A few test examples, each output beside its reference and its (shortened) source: what a researcher reads first
+# when a run ends, before opening generation.txt.
+#
+# The examples are spread evenly over the test split, so every run on the same split shows the same examples
+# whatever its seed or model: two runs' closing logs compare side by side.
+SOURCE_CHARS = 120  # a source is shown up to this many characters: enough to recognise the input
+
+
+def example_indices(total: int, count: int) -> list[int]:
+    """``count`` indices spread evenly over ``total`` examples, from the middle of each of ``count`` equal
+    stretches; every index when there are no more than ``count``."""
+    if count <= 0 or total <= 0:
+        return []
+    if count >= total:
+        return list(range(total))
+    return [(2 * k + 1) * total // (2 * count) for k in range(count)]
+
+
+def shorten(text: str, limit: int = SOURCE_CHARS) -> str:
+    """``text`` on one line (runs of whitespace become one space), cut to ``limit`` characters with '...'."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 3].rstrip() + "..."
+
+
+def format_examples(split: Split, outputs: list[str], count: int) -> str:
+    """``count`` examples of ``split`` with their outputs (one per example, in dataset order), as lines for the
+    log; an empty string when ``count`` is 0 or there is nothing to show."""
+    indices = example_indices(min(len(split), len(outputs)), count)
+    if not indices:
+        return ""
+    lines = [f"{len(indices)} of {len(split)} {split.name} examples (--show_examples sets how many, 0 none):"]
+    for index in indices:
+        references = split.targets[index]
+        others = len(references) - 1
+        more = f"  (+{others} more reference{'s' * (others > 1)})" if others else ""
+        lines += [f"  [{index}] source:    {shorten(split.sources[index])}",
+                  f"  {' ' * (len(str(index)) + 2)} reference: {shorten(references[0], 10 * SOURCE_CHARS)}{more}",
+                  f"  {' ' * (len(str(index)) + 2)} output:    {shorten(outputs[index], 10 * SOURCE_CHARS)}"]
+    return "\n".join(lines)

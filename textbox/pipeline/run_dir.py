@@ -1,5 +1,6 @@
 """The run directory: named once for every process, checked writable and roomy enough before training starts,
-and its config.yaml written. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
+and its config.yaml written; the same config summed up for the log (the keys that differ from their defaults) and
+for the tracker. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
 textbox/config/run_config.py.)"""
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import yaml
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
 
-from textbox.config import Config, TextBoxUserError
+from textbox.config import Config
+from textbox.config.schema import DEFAULTS
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
+from textbox.pipeline.processes import raise_on_every_process
 from textbox.utils import yaml_numbers
 from textbox.utils.atomic import write_text_atomic
+from textbox.utils.paths import existing_ancestor
 
 
 def write_run_config(config: Config, run_dir: Path) -> None:
@@ -37,6 +41,28 @@ def _settings(text: str) -> dict[str, Any] | None:
     except yaml.YAMLError:
         return None
     return {k: v for k, v in loaded.items() if k not in RUN_IDENTITY} if isinstance(loaded, dict) else None
+
+
+def config_summary(config: Config) -> str:
+    """The keys that differ from their defaults and where each was set: what makes this run this run."""
+    changed = [f"  {key} = {value!r}  ({_origin(config, key)})" for key, value in config.items()
+               if value != DEFAULTS[key]]
+    return "\n".join(["config (keys that differ from the defaults, and where they were set):", *changed])
+
+
+def _origin(config: Config, key: str) -> str:
+    """Where a key was set; a dict merged from several layers names the layer of each of its entries."""
+    by_origin: dict[str, list[str]] = {}
+    for entry, origin in config.entry_sources(key).items():
+        by_origin.setdefault(origin, []).append(str(entry))
+    if len(by_origin) < 2:
+        return config.source_of(key)
+    return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
+
+
+def tracker_hparams(config: Config) -> dict[str, Any]:
+    """Trackers accept scalars only: lists, dicts and None become strings."""
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
 
 
 def plan_run_dir(config: Config, accelerator: Accelerator) -> Path:
@@ -102,9 +128,7 @@ def _clear(run_dir: Path) -> None:
 
 def _unwritable_ancestor(run_dir: Path, saved_dir: str) -> str | None:
     """The directory that will hold ``run_dir`` (its nearest existing ancestor) must be writable."""
-    existing = run_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = existing_ancestor(run_dir)
     if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
         return None
     return (f"--saved_dir={saved_dir}: cannot write the run directory {run_dir} ({existing} is not a writable "
@@ -136,26 +160,16 @@ def peak_checkpoint_bytes(parameter_bytes: int, max_save: int) -> int:
 
 
 def check_free_space(run_dir: Path, needed: int, accelerator: Accelerator) -> None:
-    """Stop before training when the run directory's disk cannot hold the checkpoints."""
+    """Stop before training when the disk that holds (or will hold) the run directory cannot hold the
+    checkpoints."""
     problem = None
     if accelerator.is_main_process:
-        free = shutil.disk_usage(run_dir).free
+        holder = existing_ancestor(run_dir)
+        free = shutil.disk_usage(holder).free
         if free < needed:
-            problem = (f"{run_dir} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
+            problem = (f"{holder} has {_size(free)} free but this run's checkpoints need about {_size(needed)}; "
                        f"free some space or choose another --saved_dir (a smaller --max_save needs less)")
     raise_on_every_process(problem, accelerator)
-
-
-def raise_on_every_process(problem: str | None, accelerator: Accelerator) -> None:
-    """The main process found (or did not find) a problem: every process raises it (shown once, by the main
-    process), none waits forever."""
-    problem = broadcast_object_list([problem])[0]
-    if problem:
-        error = TextBoxUserError(problem)
-        error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]
-        error.shared = True  # type: ignore[attr-defined]  # raised by every process: see textbox.pipeline.distributed
-        raise error
-    accelerator.wait_for_everyone()
 
 
 def _size(count: int) -> str:

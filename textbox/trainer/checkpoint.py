@@ -19,7 +19,7 @@ from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
 from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.built_model import EfficientRecord
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
-from textbox.trainer.sharding import full_state_dict, resume_model_files, save_full_model
+from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
@@ -75,6 +75,17 @@ def resume_files(accelerator: Accelerator) -> list[str]:
     return [TRAIN_STATE_FILE, *resume_model_files(accelerator), "custom_checkpoint_0.pkl",
             *(["scaler.pt"] if accelerator.scaler is not None else []),
             *(f"random_states_{index}.pkl" for index in processes_on_this_disk(accelerator))]
+
+
+def resume_model_files(accelerator: Any) -> list[str]:
+    """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        return []  # the engine's own checkpoint directory; accelerate's load_state names what is missing
+    if accelerator.distributed_type == DistributedType.FSDP:
+        return ["pytorch_model_fsdp.bin", "optimizer.bin"]  # FULL_STATE_DICT, as configs/accelerate/fsdp.yaml
+    return ["model.safetensors", "optimizer.bin"]
 
 
 def check_resume_files(accelerator: Accelerator, path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import TextBoxUserError
+from textbox.utils.paths import existing_ancestor
 
 _MARKER = ".textbox-disk-check-{token}"
 
@@ -41,7 +42,7 @@ def disk_layout(accelerator: Any, run_dir: Path) -> DiskLayout:
 
     anchor, token = None, uuid.uuid4().hex
     if accelerator.is_main_process:
-        anchor = _existing_ancestor(Path(run_dir))  # as each process reaches it (from its own working directory)
+        anchor = existing_ancestor(Path(run_dir))  # as each process reaches it (from its own working directory)
         (anchor / _MARKER.format(token=token)).write_text(token, encoding="utf-8")
     try:
         anchor, token = broadcast_object_list([anchor, token])
@@ -116,9 +117,3 @@ def _same_node(index: int, accelerator: Any) -> bool:
     """Whether global process ``index`` runs on the main process's machine (the launchers number the processes
     machine by machine, each with LOCAL_WORLD_SIZE of them)."""
     return index < int(os.environ.get("LOCAL_WORLD_SIZE", str(accelerator.num_processes)))
-
-
-def _existing_ancestor(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path

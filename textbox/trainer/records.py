@@ -1,15 +1,14 @@
 """The trainer's figures on their way out: metrics.jsonl (always) and the configured tracker, plus the throughput
-window behind the training log lines."""
+window behind the training log lines; strict JSON numbers for it and for the pipeline's results.json."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from accelerate import Accelerator
-
-from textbox.utils.json_numbers import finite_or_null
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -21,6 +20,19 @@ def record(accelerator: Accelerator, run_dir: Path, step: int, row: dict[str, An
     if accelerator.is_main_process:
         with open(Path(run_dir) / METRICS_FILE, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(finite_or_null({"split": prefix, **row}), allow_nan=False) + "\n")
+
+
+def finite_or_null(value: Any) -> Any:
+    """The same nested dicts/lists with every NaN/inf float replaced by None. NaN and inf (a diverged model's loss
+    or perplexity) are not JSON: json.dumps would write the bare words NaN/Infinity that strict readers (jq,
+    JavaScript, pandas' default) reject. The log and the metric details say what the value was."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(item) for item in value]
+    return value
 
 
 class ThroughputWindow:

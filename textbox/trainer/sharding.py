@@ -2,7 +2,7 @@
 
 - Devices: accelerate turns FSDP and DeepSpeed on only for GPU processes; on CPU processes (`Accelerator(cpu=True)`,
   DistributedType.MULTI_CPU) it drops the request without a word and trains plain DDP.
-  textbox.config.launcher.refuse_sharding_on_cpu says so and stops the run instead (accelerate 1.15 / torch 2.13:
+  textbox.pipeline.processes.build_accelerator says so and stops the run instead (accelerate 1.15 / torch 2.13:
   state.py enables FSDP only for MULTI_GPU-like types and DeepSpeed only when not cpu).
 - Optimiser and schedule: the engine's own when the DeepSpeed config defines them (accelerate's DummyOptim and
   DummyScheduler stand in until prepare), else ours; model, optimiser and (engine) schedule prepared together.
@@ -66,17 +66,6 @@ def full_state_dict(accelerator: Any, model: Any) -> dict[str, Any] | None:
 def save_full_model(accelerator: Any, model: Any, directory: Path, state: dict[str, Any]) -> None:
     """save_pretrained of the unwrapped model with the gathered ``state`` (main process only)."""
     accelerator.unwrap_model(model).save_pretrained(Path(directory), state_dict=state)
-
-
-def resume_model_files(accelerator: Any) -> list[str]:
-    """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
-    from accelerate.utils import DistributedType
-
-    if accelerator.distributed_type == DistributedType.DEEPSPEED:
-        return []  # the engine's own checkpoint directory; accelerate's load_state names what is missing
-    if accelerator.distributed_type == DistributedType.FSDP:
-        return ["pytorch_model_fsdp.bin", "optimizer.bin"]  # FULL_STATE_DICT, as configs/accelerate/fsdp.yaml
-    return ["model.safetensors", "optimizer.bin"]
 
 
 def _deepspeed_settings(accelerator: Any) -> dict[str, Any] | None:

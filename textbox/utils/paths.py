@@ -1,4 +1,5 @@
-"""Is a ``--model_path``-like value a local directory or a Hugging Face Hub id? One answer for every layer.
+"""Local paths, one answer for every layer: is a ``--model_path``-like value a local directory or a Hugging Face Hub
+id, and which directory will hold a path that does not exist yet.
 
 Hub ids are ``name`` or ``owner/name``; a value that starts with ``.``, ``/`` or ``~`` or has more than one ``/``
 can only have meant a local directory, so when it does not exist that is the user's mistake to report (and not a
@@ -20,3 +21,11 @@ def looks_like_a_path(value: str | PathLike[str]) -> bool:
 def missing_local_path(value: str | PathLike[str]) -> bool:
     """A value that can only be a local path and does not exist (with ``~`` expanded)."""
     return looks_like_a_path(value) and not Path(value).expanduser().exists()
+
+
+def existing_ancestor(path: Path) -> Path:
+    """``path`` itself when it exists, else its nearest existing ancestor: the directory whose disk and
+    permissions a directory not made yet (a run directory) will have."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path

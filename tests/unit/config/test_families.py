@@ -11,13 +11,12 @@ from textbox.config import families
 from textbox.config.checkpoint_family import DECODER_ONLY_FAMILIES, PAIR_FAMILIES, RNN_FAMILIES, SEQ2SEQ_FAMILIES
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.collator_choice import make_collator
-from textbox.data.causal import CausalLMCollator
+from textbox.data.collate import CausalLMCollator, make_collator
 from textbox.data.tokenize import decoder_only
 from textbox.decoding.engine import _static_refusals
 from textbox.config import family_keys as keys
 from textbox.model.checks import _pretraining_problems
-from textbox.model.registry import BUILDERS, get_builder
+from textbox.model.build import BUILDERS, get_builder
 
 NAMES = sorted(families.FAMILIES)
 TOKENIZER = SimpleNamespace(pad_token_id=1, eos_token_id=2)

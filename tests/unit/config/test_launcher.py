@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from textbox.config import TextBoxUserError, load_config
-from textbox.config.launcher import (agreed_mixed_precision, gpu_id_list, launcher_problems, refuse_sharding_on_cpu,
+from textbox.config.launcher import (Launch, agreed_launch, agreed_mixed_precision, gpu_id_list, launcher_problems,
                                      sharded_training)
 from textbox.utils.suggest import where as _where
 from textbox.config.schema import DEFAULTS
@@ -147,7 +147,7 @@ def test_ctranslate2_is_refused_where_the_weights_are_sharded(tmp_path: Path):
 
 
 def _agreed(config) -> str:
-    return agreed_mixed_precision(config, config.source_of("mixed_precision"))
+    return agreed_mixed_precision(config)
 
 
 @pytest.mark.parametrize("launcher, arguments, chosen", [
@@ -177,14 +177,9 @@ def test_gpu_id_forms_name_the_devices(value, ids):
     assert gpu_id_list(value) == ids
 
 
-def test_fsdp_or_deepspeed_on_cpu_is_refused_not_dropped():
-    with pytest.raises(TextBoxUserError, match=r"asks for FSDP .* no CUDA GPU is visible: accelerate runs sharded "
-                                               r"training on GPU processes only and would silently train plain DDP"):
-        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true"})
-    with pytest.raises(TextBoxUserError, match="asks for DeepSpeed"):
-        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_DEEPSPEED": "true"})
-    with pytest.raises(TextBoxUserError) as second:  # every process finds it; each machine's first prints it
-        refuse_sharding_on_cpu(cuda=False, environ={"ACCELERATE_USE_FSDP": "true", "LOCAL_RANK": "1"})
-    assert second.value.shown_elsewhere
-    refuse_sharding_on_cpu(cuda=True, environ={"ACCELERATE_USE_FSDP": "true"})
-    refuse_sharding_on_cpu(cuda=False, environ={})
+def test_the_launch_names_the_sharded_training_the_launcher_asks_for():
+    config = load_config(["--gpu_id=0,1"])
+    assert agreed_launch(config, {"ACCELERATE_USE_FSDP": "true"}).gpu_only.startswith("FSDP")
+    assert agreed_launch(config, {"ACCELERATE_USE_DEEPSPEED": "true"}).gpu_only.startswith("DeepSpeed")
+    assert agreed_launch(config, {}) == Launch(["0", "1"], "no", None)
+    assert agreed_launch(load_config([]), {}).gpu_ids is None

@@ -144,7 +144,7 @@ def test_generation_kwargs_given_when_testing_a_checkpoint_replace_the_runs_whol
 
 
 def test_merged_dicts_name_the_layer_of_each_entry(tmp_path):
-    from textbox.pipeline.recipe import config_summary
+    from textbox.pipeline.run_dir import config_summary
 
     config = load_config(["--config_kwargs={'d_model': 64}"])
     assert config.entry_sources("config_kwargs")["d_model"] == "command line"

@@ -11,9 +11,7 @@ from textbox.config.errors import ConfigError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data.batching import EvalExamples
-from textbox.data.collator_choice import make_collator
-from textbox.data.causal import CausalLMCollator
-from textbox.data.collate import Seq2SeqCollator
+from textbox.data.collate import CausalLMCollator, Seq2SeqCollator, make_collator
 from textbox.data.split import Split
 from textbox.data.tokenize import cache_key, encode_lm_targets, tokenize_splits
 from textbox.utils.labels import IGNORE_INDEX as X

@@ -14,8 +14,9 @@ from textbox.config import ConfigError, TextBoxUserError
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.denoising import (DenoisingCollator, infill, noise_text, permute_sentences, read_source_only_splits,
-                                    span_lengths, split_sentences, words_to_mask)
+from textbox.data.collate import make_collator
+from textbox.data.denoising import infill, noise_text, permute_sentences, span_lengths, split_sentences, words_to_mask
+from textbox.data.readers import read_source_only_splits
 from textbox.model.tokenizer import train_bpe_tokenizer
 
 MASK = "<mask>"
@@ -130,7 +131,7 @@ def examples(tokenizer, texts: list[str], with_index: bool = False) -> list[dict
 
 def test_collator_noises_inputs_and_keeps_targets(tokenizer):
     texts = random_texts(32, seed=8)
-    batch = DenoisingCollator(config(), tokenizer)(examples(tokenizer, texts))
+    batch = make_collator(config(), tokenizer)(examples(tokenizer, texts))
     for row, text in enumerate(texts):
         labels = [t for t in batch["labels"][row].tolist() if t != -100]
         assert tokenizer.decode(labels, skip_special_tokens=True) == text
@@ -143,15 +144,15 @@ def test_collator_noises_inputs_and_keeps_targets(tokenizer):
 
 def test_collator_is_reproducible_per_seed(tokenizer):
     rows = examples(tokenizer, random_texts(16, seed=9))
-    first = DenoisingCollator(config(seed=1), tokenizer)(rows)
-    again = DenoisingCollator(config(seed=1), tokenizer)(rows)
-    other = DenoisingCollator(config(seed=2), tokenizer)(rows)
+    first = make_collator(config(seed=1), tokenizer)(rows)
+    again = make_collator(config(seed=1), tokenizer)(rows)
+    other = make_collator(config(seed=2), tokenizer)(rows)
     assert first["input_ids"].equal(again["input_ids"])
     assert not first["input_ids"].equal(other["input_ids"])
 
 
 def test_training_noise_changes_with_the_batch_and_evaluation_noise_follows_the_index(tokenizer):
-    collate = DenoisingCollator(config(), tokenizer)
+    collate = make_collator(config(), tokenizer)
     rows = examples(tokenizer, random_texts(16, seed=10))
     shuffled = [rows[i] for i in [3, 0, 1, 2, *range(4, 16)]]  # another epoch's batch: new noise
     assert not collate(rows)["input_ids"][:4].equal(collate(shuffled)["input_ids"][[1, 2, 3, 0]])
@@ -168,7 +169,7 @@ def test_collator_needs_a_mask_token(tokenizer):
         pad_token_id = 1
 
     with pytest.raises(TextBoxUserError, match="has none"):
-        DenoisingCollator(config(), NoMask())
+        make_collator(config(), NoMask())
 
 
 # --- reading ---------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, **config: Any) -
     """An Evaluator for ``model``'s kind (decoder-only batches carry left-padded prompts)."""
     from accelerate import Accelerator
 
-    from textbox.data.causal import CausalLMCollator
+    from textbox.data.collate import CausalLMCollator
     from textbox.data.collate import Seq2SeqCollator
     from textbox.evaluator.evaluator import Evaluator
 
@@ -72,7 +72,7 @@ def generate_alone(model: Any, tokenizer: Any, sources: list[str], settings: dic
     for example in examples(model, tokenizer, sources):
         ids = example["input_ids"]
         if is_decoder_only_model(model) and (not ids or ids[-1] != tokenizer.eos_token_id):
-            ids = [*ids, tokenizer.eos_token_id]  # the separator (textbox.data.causal)
+            ids = [*ids, tokenizer.eos_token_id]  # the separator (textbox.data.collate)
         output = model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                 **settings)
         if is_decoder_only_model(model):

@@ -7,7 +7,7 @@ import pytest
 
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.causal import CausalLMCollator
+from textbox.data.collate import CausalLMCollator
 from textbox.decoding.engine import DecodingOptions
 from textbox.decoding.generate import generate_texts
 from tests.causal_helpers import causal_tokenizer, tiny_model

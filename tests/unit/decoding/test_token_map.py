@@ -2,7 +2,7 @@
 in the conversion cache's key: the tokenizer's own answers, and nothing stale once tokens are added."""
 from __future__ import annotations
 
-from textbox.decoding.token_map import token_map
+from textbox.decoding.ctranslate2_engine import token_map
 
 
 def test_the_map_gives_the_tokenizers_own_answers_for_known_and_unknown_tokens(tokenizer):

@@ -10,7 +10,7 @@ from transformers import AutoModelForCausalLM, GPT2LMHeadModel, LlamaForCausalLM
 
 from textbox.config import TextBoxUserError
 from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
-from textbox.data.causal import CausalLMCollator
+from textbox.data.collate import CausalLMCollator
 from textbox.data.tokenize import encode_lm_targets, encode_within
 from textbox.decoding.generate import generate_texts
 from textbox.model import causal_lm

@@ -9,7 +9,7 @@ import torch
 from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
 from textbox.config import TextBoxUserError
-from textbox.model.positions import check_position_limits, position_limits
+from textbox.model.build import check_position_limits, position_limits
 from tests.unit.trainer.tiny import trainer_config
 
 SIZES = dict(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,

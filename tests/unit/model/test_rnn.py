@@ -283,7 +283,7 @@ def test_yaml_defaults_build_a_model(cell):
 IMPORT_CHECK = """
 from transformers import AutoConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-import textbox.model.rnn, textbox.model.rnn_model, textbox.model.registry
+import textbox.model.rnn, textbox.model.rnn_model, textbox.model.build
 assert "textbox_rnn" not in CONFIG_MAPPING, "importing the RNN modules registered the model type"
 textbox.model.rnn_model.register_auto_classes()
 textbox.model.rnn_model.register_auto_classes()

@@ -86,7 +86,7 @@ def _prompt_tuned_gpt2() -> torch.nn.Module:
 
 
 def _causal_batch() -> dict[str, torch.Tensor]:
-    """Left-padded source + separator + target, the target scored (textbox.data.causal's layout)."""
+    """Left-padded source + separator + target, the target scored (textbox.data.collate's layout)."""
     input_ids = torch.tensor([[5, 6, 7, 2, 8, 9, 2], [0, 0, 5, 2, 10, 2, 0], [0, 6, 7, 2, 11, 2, 0]])
     labels = torch.full_like(input_ids, -100)
     labels[0, 4:] = input_ids[0, 4:]

@@ -9,8 +9,27 @@ import pytest
 import torch
 
 from textbox.config import TextBoxUserError, load_config
-from textbox.pipeline.devices import build_accelerator, check_gpu_ids, export_gpu_id
-from textbox.pipeline.recipe import config_summary
+from textbox.config.launcher import Launch, agreed_launch
+from textbox.pipeline.processes import build_accelerator, check_gpu_ids, export_gpu_id
+from textbox.pipeline.run_dir import config_summary
+
+
+def _launched(arguments: list[str]) -> tuple:
+    """build_accelerator's arguments for a command line, as the recipe makes them."""
+    config = load_config(arguments)
+    return config, agreed_launch(config)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="sharded training is allowed where CUDA exists")
+def test_fsdp_or_deepspeed_on_cpu_is_refused_not_dropped(monkeypatch):
+    config = load_config([])
+    with pytest.raises(TextBoxUserError, match=r"asks for FSDP .* no CUDA GPU is visible: accelerate runs sharded "
+                                               r"training on GPU processes only and would silently train plain DDP"):
+        build_accelerator(config, Launch(None, "no", "FSDP (--use_fsdp / distributed_type: FSDP)"))
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(TextBoxUserError, match="asks for DeepSpeed") as second:
+        build_accelerator(config, Launch(None, "no", "DeepSpeed (--use_deepspeed / distributed_type: DEEPSPEED)"))
+    assert second.value.shown_elsewhere  # every process finds it; each machine's first prints it
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="fp16 is allowed where CUDA exists")
@@ -18,12 +37,12 @@ def test_fp16_without_cuda_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
     with pytest.raises(TextBoxUserError, match="--mixed_precision=fp16 needs a CUDA GPU; on CPU use "
                                                "--mixed_precision=bf16"):
-        build_accelerator(load_config(["--mixed_precision=fp16"]))
+        build_accelerator(*_launched(["--mixed_precision=fp16"]))
 
 
 def test_bf16_accelerator_on_cpu_autocasts_to_bf16(monkeypatch, fresh_accelerate_state):
     monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
-    accelerator = build_accelerator(load_config(["--mixed_precision=bf16", "--tracker=none"]))
+    accelerator = build_accelerator(*_launched(["--mixed_precision=bf16", "--tracker=none"]))
     assert accelerator.mixed_precision == "bf16"
     with accelerator.autocast():
         assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).dtype == torch.bfloat16
@@ -35,7 +54,7 @@ def test_a_tracker_that_is_not_installed_is_a_clear_error(tracker):
         pytest.skip(f"{tracker} is installed here")
     with pytest.raises(TextBoxUserError, match=f"--tracker={tracker} needs the {tracker} package: "
                                                f"pip install {tracker}"):
-        build_accelerator(load_config([f"--tracker={tracker}"]))
+        build_accelerator(*_launched([f"--tracker={tracker}"]))
 
 
 def test_config_summary_lists_changed_keys_with_their_source():
@@ -77,5 +96,5 @@ def test_gpu_id_on_this_cpu_machine_is_refused_after_the_export(monkeypatch):
     """The real path: CUDA_VISIBLE_DEVICES is set first, then the devices are counted (none here)."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(TextBoxUserError, match="--gpu_id=5, but .*no CUDA device is visible"):
-        export_gpu_id(load_config(["--gpu_id=5"]))
+        export_gpu_id(["5"])
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"

@@ -8,8 +8,8 @@ import pytest
 
 from textbox.cli import report_user_error
 from textbox.config import TextBoxError, TextBoxUserError
-from textbox.pipeline import distributed
-from textbox.pipeline.distributed import SharedFailure, main_process_first
+from textbox.pipeline import processes
+from textbox.pipeline.processes import SharedFailure, main_process_first
 
 
 def process(rank: int) -> SimpleNamespace:
@@ -40,7 +40,7 @@ def test_the_failing_main_process_raises_its_own_error(collectives):
 
     with pytest.raises(TextBoxUserError) as caught:
         main_process_first(process(0), build)
-    assert caught.value is problem and distributed.is_shared(caught.value)
+    assert caught.value is problem and processes.is_shared(caught.value)
     assert not getattr(caught.value, "shown_elsewhere", False)
 
 

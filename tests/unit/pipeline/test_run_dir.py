@@ -73,6 +73,16 @@ def test_too_little_free_space_is_reported_with_both_sizes(tmp_path, make_accele
     run_dirs.check_free_space(tmp_path, 2**19, make_accelerator())  # enough: no error
 
 
+
+def test_free_space_of_a_run_directory_not_made_yet_is_its_nearest_existing_directorys(tmp_path, make_accelerator,
+                                                                                       monkeypatch):
+    usage = namedtuple("usage", "total used free")
+    asked = []
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: asked.append(path) or usage(2**30, 2**30 - 2**20, 2**20))
+    with pytest.raises(TextBoxUserError, match=f"{tmp_path} has 1.0 MiB free"):
+        run_dirs.check_free_space(tmp_path / "saved" / "run", 8 * 2**20, make_accelerator())
+    assert asked == [tmp_path]
+
 def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
     assert run_dirs.peak_checkpoint_bytes(100, max_save=2) == 800  # best x2, last (weights + 2 moments) x2
     assert run_dirs.peak_checkpoint_bytes(100, max_save=5) == 1200  # and 3 + 1 checkpoint-<step>

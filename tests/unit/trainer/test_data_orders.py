@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from textbox.pipeline.devices import build_accelerator
+from textbox.config.launcher import agreed_launch
+from textbox.pipeline.processes import build_accelerator
 from textbox.trainer.loaders import train_loader
 from tests.unit.trainer.tiny import trainer_config
 
@@ -16,7 +17,7 @@ EXAMPLES = 64
 def _orders(seed: int, epochs: int, **keys) -> list[tuple[int, ...]]:
     """The example order of each epoch, as the run's training loader (shuffled batches) yields it."""
     config = trainer_config(seed=seed, train_batch_size=8, **keys)
-    accelerator = build_accelerator(config)
+    accelerator = build_accelerator(config, agreed_launch(config))
     loader = train_loader(config, accelerator, list(range(EXAMPLES)), lambda batch: batch, lambda _: None)
     orders = []
     for epoch in range(epochs):

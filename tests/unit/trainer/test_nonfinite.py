@@ -63,7 +63,7 @@ def test_loss_only_validation_reports_an_overflowing_perplexity_as_inf(make_trai
 
 
 def test_results_json_writes_nan_and_inf_as_null():
-    from textbox.utils.json_numbers import finite_or_null
+    from textbox.trainer.records import finite_or_null
 
     results = {"test": {"loss": NAN, "perplexity": math.inf, "bleu": 1.5}, "steps": 3, "valid": [-math.inf, 2.0]}
     text = json.dumps(finite_or_null(results), allow_nan=False)

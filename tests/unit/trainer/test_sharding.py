@@ -42,4 +42,4 @@ def test_resume_files_follow_the_distribution_type(fresh_accelerate_state):
     from accelerate import Accelerator
 
     accelerator = Accelerator(cpu=True)
-    assert sharding.resume_model_files(accelerator) == ["model.safetensors", "optimizer.bin"]
+    assert checkpoint.resume_model_files(accelerator) == ["model.safetensors", "optimizer.bin"]

@@ -3,7 +3,7 @@ reference and its shortened source."""
 from __future__ import annotations
 
 from textbox.data.split import Split
-from textbox.evaluator.examples import SOURCE_CHARS, example_indices, format_examples, shorten
+from textbox.pipeline.results import SOURCE_CHARS, example_indices, format_examples, shorten
 
 
 def test_indices_are_spread_evenly_and_do_not_depend_on_anything_else():

@@ -1,0 +1,216 @@
+"""The run's processes: the devices they use, the Accelerator that joins them, and one failure raised on all of
+them.
+
+Devices: --gpu_id exported before CUDA starts and its devices present, the tracker's package present, sharded
+training only where accelerate runs it. What the launcher (accelerate launch) asked, and how it must agree with the
+config, is textbox.config.launcher's: the Launch handed in here.
+
+One failure, every process: a problem found on one process is raised on all of them, with its message shown once
+(by the process that found it), so that no process waits forever at the next collective call and no gloo/NCCL error
+hides the cause. The collectives come from accelerate and are no-ops in a single process.
+
+Nothing heavy is imported here at the top: torch starts only once --gpu_id is exported (export_gpu_id), and
+textbox.cli imports this module after a failure, torch or not.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from textbox.config import Config
+from textbox.config.errors import RunInterrupted, TextBoxError, TextBoxUserError
+from textbox.config.launcher import Launch
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+
+Result = TypeVar("Result")
+
+
+# --- devices ----------------------------------------------------------------------------------------------------------
+def export_gpu_id(ids: list[str] | None) -> None:
+    """--gpu_id's device ``ids`` must reach CUDA_VISIBLE_DEVICES before torch initialises CUDA (i.e. before the
+    Accelerator); the devices they name must then all be there: a run never falls back to other devices (or the
+    CPU) silently.
+
+    torch.cuda.device_count() is asked only after the export, so that CUDA starts with the chosen devices (in a
+    process where CUDA is already initialised, e.g. a second in-process run, the first run's devices stay)."""
+    if ids is None:
+        return
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+    import torch
+
+    visible = torch.cuda.device_count() if torch.version.cuda else 0
+    check_gpu_ids(ids, visible, _machine_gpu_count(), cuda_build=torch.version.cuda is not None)
+
+
+def check_gpu_ids(ids: list[str], visible: int, machine: int | None, cuda_build: bool = True) -> None:
+    """``visible``: devices CUDA sees once CUDA_VISIBLE_DEVICES holds ``ids`` (it stops at the first id that does
+    not exist); ``machine``: devices on the machine (None when unknown)."""
+    if visible >= len(ids):
+        return
+    asked = f"--gpu_id={','.join(ids)}"
+    if not cuda_build:
+        raise TextBoxUserError(f"{asked}, but this torch is a CPU-only build: no CUDA device is visible; drop "
+                               f"--gpu_id to run on the CPU")
+    if machine == 0:
+        raise TextBoxUserError(f"{asked}, but no CUDA device is visible on this machine; drop --gpu_id to run on "
+                               f"the CPU")
+    if machine is not None:
+        raise TextBoxUserError(f"{asked} names device(s) that do not exist: this machine has {machine} CUDA "
+                               f"device(s), ids {', '.join(map(str, range(machine)))}")
+    raise TextBoxUserError(f"{asked} names device(s) that do not exist: CUDA sees {visible} of them (and the "
+                           f"machine's devices could not be listed); choose existing ids, or drop --gpu_id to run "
+                           f"on the CPU")
+
+
+def _machine_gpu_count() -> int | None:
+    """The machine's CUDA devices, counted through NVML (which, unlike the CUDA runtime, ignores
+    CUDA_VISIBLE_DEVICES and initialises nothing); None when NVML cannot tell."""
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    try:
+        count = torch.cuda._raw_device_count_nvml()
+    except Exception:  # a private helper: any failure only means 'unknown'
+        return None
+    return count if count >= 0 else None
+
+
+def build_accelerator(config: Config, launch: Launch) -> Accelerator:
+    """The run's Accelerator, with ``launch``'s precision. FSDP or DeepSpeed asked of the launcher on a machine
+    without CUDA is refused: accelerate would train plain DDP (DistributedType.MULTI_CPU) without a word."""
+    import torch
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    precision = launch.mixed_precision
+    cuda = torch.cuda.is_available()
+    if launch.gpu_only is not None and not cuda:
+        error = TextBoxUserError(f"the launcher asks for {launch.gpu_only}, but no CUDA GPU is visible: accelerate "
+                                 f"runs sharded training on GPU processes only and would silently train plain DDP "
+                                 f"on the CPU; launch without it (multi-process DDP: --multi_gpu with "
+                                 f"ACCELERATE_USE_CPU=true) or on GPUs")
+        # every process finds it: the first process of each machine prints it
+        error.shown_elsewhere = os.environ.get("LOCAL_RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
+        raise error
+    if precision == "fp16" and not cuda:
+        raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
+    tracker = None if config.tracker == "none" else config.tracker
+    if tracker and importlib.util.find_spec(tracker) is None:
+        raise TextBoxUserError(f"--tracker={tracker} needs the {tracker} package: pip install {tracker} "
+                               f"(or --tracker=tensorboard / none)")
+    return Accelerator(
+        cpu=not cuda,  # on a CPU machine this is what makes `accelerate launch --multi_gpu` really distributed
+        mixed_precision=precision,
+        log_with=tracker,
+        project_dir=config.saved_dir,  # moved to the run directory once its name is agreed on (run())
+        # No gradient_accumulation_steps: the Trainer accumulates itself, weighting every target token alike.
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=config.find_unused_parameters)],
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+
+
+# --- one failure, every process ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SharedFailure:
+    """What the other processes need to know about a failure (picklable: it travels between processes)."""
+
+    message: str
+    exit_code: int
+    user_error: bool
+
+
+def is_shared(error: BaseException) -> bool:
+    """Raised on every process at once (so every process can meet once more before leaving)."""
+    return getattr(error, "shared", False)
+
+
+def raise_shared(failure: SharedFailure | None, own_error: BaseException | None = None) -> None:
+    """Raise ``failure`` here: the original exception where it happened, a quiet copy everywhere else (marked
+    ``shown_elsewhere``: the CLI prints nothing for it, the process that found the failure prints it)."""
+    if failure is None:
+        return
+    if own_error is not None:
+        own_error.shared = True  # type: ignore[attr-defined]
+        raise own_error
+    copy = (TextBoxUserError if failure.user_error else TextBoxError)(failure.message)
+    copy.exit_code = failure.exit_code
+    copy.shown_elsewhere = True  # type: ignore[attr-defined]
+    copy.shared = True  # type: ignore[attr-defined]
+    raise copy
+
+
+def leave_process_group(meet_first: bool) -> None:
+    """Leave the process group (if any) before the process exits on an error: exiting with it alive aborts
+    ('terminate called without an active exception') instead of exiting with the error's code.
+
+    ``meet_first`` (for a failure every process raised, once its message is printed): wait for the others, so
+    that no process exits (and has the launcher kill the rest) before the message is out."""
+    if "torch" not in sys.modules:  # nothing started one (and importing torch here would only cost time)
+        return
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if meet_first:
+        try:
+            dist.barrier()
+        except Exception:  # a process already gone: nothing left to wait for
+            pass
+    dist.destroy_process_group()
+
+
+def describe(error: BaseException) -> SharedFailure:
+    if isinstance(error, TextBoxError):
+        return SharedFailure(str(error), error.exit_code, isinstance(error, TextBoxUserError))
+    return SharedFailure(f"{type(error).__name__}: {error} (on another process)", 1, False)
+
+
+def main_process_first(accelerator: Accelerator, work: Callable[[], Result]) -> Result:
+    """``work`` on the main process, then (if it succeeded there) on the others: builds, downloads and caches
+    happen once. A failure anywhere is raised on every process (accelerate's own ``main_process_first`` leaves
+    the others waiting in a barrier that breaks with a gloo error when the main process exits)."""
+    from accelerate.utils import broadcast_object_list, gather_object
+
+    result: Any = None
+    own_error: BaseException | None = None
+    failure: SharedFailure | None = None
+    if accelerator.is_main_process:
+        result, own_error = _attempt(work)
+        failure = describe(own_error) if own_error is not None else None
+    raise_shared(broadcast_object_list([failure])[0], own_error)
+    if not accelerator.is_main_process:
+        result, own_error = _attempt(work)
+    failures = gather_object([describe(own_error) if own_error is not None else None])
+    failed = [rank for rank, found in enumerate(failures) if found is not None]
+    if failed:  # the lowest failing rank shows its error; every other process raises a quiet copy
+        raise_shared(failures[failed[0]], own_error if failed[0] == accelerator.process_index else None)
+    return result
+
+
+def _attempt(work: Callable[[], Result]) -> tuple[Result | None, BaseException | None]:
+    try:
+        return work(), None
+    except (RunInterrupted, KeyboardInterrupt):  # a stop request reaches every process by itself
+        raise
+    except Exception as error:
+        return None, error
+
+
+def raise_on_every_process(problem: str | None, accelerator: Accelerator) -> None:
+    """The main process found (or did not find) a problem: every process raises it (shown once, by the main
+    process), none waits forever."""
+    from accelerate.utils import broadcast_object_list
+
+    problem = broadcast_object_list([problem])[0]
+    if problem:
+        error = TextBoxUserError(problem)
+        error.shown_elsewhere = not accelerator.is_main_process  # type: ignore[attr-defined]
+        error.shared = True  # type: ignore[attr-defined]  # raised by every process
+        raise error
+    accelerator.wait_for_everyone()
