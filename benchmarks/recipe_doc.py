@@ -136,7 +136,7 @@ def time_and_load(bench: dict[str, Any], run_dir: Path) -> str:
     speeds = [row["tokens_per_s"] for row in metric_rows(run_dir, "train")]
     mean_load = sum(loads) / len(loads)
     each = "; ".join(f"{part['started']}, {part['wall_seconds'] / 60:.1f} min, {part['how_it_ended']}" for part in parts)
-    return (f"Wall time {wall:.1f} min in {len(parts)} part(s) ({each}), {bench['threads']} threads, "
+    return (f"Wall time {wall:.1f} min in {len(parts)} part(s) ({each}), {bench['threads']} thread(s), "
             f"{cpu:.1f} CPU-minutes used (user + system time of the run's process, as /usr/bin/time counts it), "
             + (f"{sum(speeds) / len(speeds):.0f} target tokens/s in training on average. " if speeds else "")
             + f"The machine's 1-minute load average, sampled every 30 s: mean {mean_load:.1f}, max {max(loads):.1f} "

@@ -98,5 +98,15 @@ framework's CIDEr-D, so the published systems' figures in the paper (computed wi
     lowercase_figures=("bleu-4", "cider"),
     levers="""
 Its settings are the Multi30K recipe's (see there), with lengths cut to the task's (32 source, 48 target tokens)
-and CIDEr choosing the checkpoint, as CommonGen ranks systems by it.""",
+and CIDEr choosing the checkpoint, as CommonGen ranks systems by it. What the run above shows about them:
+
+- Budget: validation CIDEr still rose at the end (4.11, 4.15, 4.38, 4.43 after epochs 7-10; BLEU-4 9.39, 9.25,
+  9.38, 9.71), so the last checkpoint was the best and a longer budget should score higher; 10 epochs keep the
+  recipe near an hour on one core of this machine.
+- It beats the authors' Levenshtein Transformer trained from scratch on every figure (BLEU-4 9.13 against 4.10,
+  CIDEr 4.18 against 2.50) and stays below their constrained variant (11.62, 5.61), which is forced to place every
+  concept in its output; this recipe's plain beam search is not.
+- Checkpoint averaging (`average_checkpoints: 3`) scored CIDEr 4.42 on validation against 4.43 for the last
+  checkpoint, which was kept: with the rate decayed linearly to zero the last checkpoint is already an average of
+  sorts, as on Multi30K.""",
 )
