@@ -195,7 +195,9 @@ _key("train", "train_batch_size", "int", 32, "Examples per optimiser step and pr
 _key("train", "eval_batch_size", "int", 64, "Examples per validation/test batch and process.")
 _key("train", "learning_rate", "float", 1e-4, "Peak learning rate.")
 _key("train", "optimizer", "str", "adamw", "adamw, adam, sgd, adafactor, or any torch.optim class name.")
-_key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the optimiser.")
+_key("train", "optimizer_kwargs", "dict", {},
+     "Extra keyword arguments of the optimiser. Adam, AdamW, SGD and Adagrad run torch's fused kernel on CPU "
+     "parameters unless this names an implementation ({'fused': False} or {'foreach': ...}).")
 _key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
 _key("train", "scheduler", "str", "constant",
      "Learning-rate schedule: transformers' (constant, linear, cosine, cosine_with_restarts, polynomial, inverse_sqrt, "
