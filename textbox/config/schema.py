@@ -103,6 +103,11 @@ _key("hardware", "mixed_precision", "str", "no",
      "--mixed_precision, but the two must not disagree.",
      ("no", "fp16", "bf16"))
 _key("hardware", "num_workers", "int", 0, "DataLoader worker processes.")
+_key("hardware", "cpu_memory_reuse", "bool", True,
+     "Training on a CPU: the process keeps the memory it frees for the next step (glibc's mallopt: no mapping per "
+     "large block, no trimming) instead of returning it to the system and faulting it in again every step "
+     "(textbox/trainer/allocator.py; docs/speedups.md has the figures). Its memory then stays near its peak. "
+     "No effect where the C library is not glibc (the log says so).")
 
 # --- data -------------------------------------------------------------------------------------
 _key("data", "data_format", "str", "auto",
