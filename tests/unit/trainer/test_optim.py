@@ -129,9 +129,10 @@ def test_cpu_optimisers_with_a_fused_kernel_use_it_and_update_as_the_loop_does(n
     """By default the fused kernel runs (one call for all parameters); its updates equal the one-parameter-at-a-time
     loop's within float rounding, over steps that build momentum."""
     models = {kind: TinyNet() for kind in ("default", "loop")}
+    kwargs = {"default": {}, "loop": {"foreach": False}}
     optimizers = {kind: build_optimizer(trainer_config(optimizer=name, learning_rate=0.01, weight_decay=0.1,
-                                                       optimizer_kwargs={} if kind == "default" else {"foreach": False}),
-                                        model) for kind, model in models.items()}
+                                                       optimizer_kwargs=kwargs[kind]), model)
+                  for kind, model in models.items()}
     assert optimizers["default"].defaults["fused"] is True
     assert not optimizers["loop"].defaults["fused"] and optimizers["loop"].defaults["foreach"] is False
     for _ in range(3):
