@@ -3,7 +3,8 @@
 Every variant trains its own copy of the same initial model (the framework's from-scratch transformer at that size,
 built as a run builds it) on the same token-budget batches of the dataset, with the framework's loss
 (textbox.model.loss), optimiser (textbox.trainer.optim) and gradient clipping; bf16 variants run under
-torch.autocast as accelerate runs them. Variants alternate, --steps steps each, for --rounds rounds (after one
+torch.autocast as accelerate runs them; freed memory is kept for reuse, as the Trainer does on a CPU
+(--cpu_memory_reuse). Variants alternate, --steps steps each, for --rounds rounds (after one
 round of warm-up), so that a busy minute of the machine hits all of them; the figures are medians over the rounds
 of the seconds per step, wall and CPU time of this process (one thread: CPU time is what other work on the machine
 disturbs least). Losses are compared step by step with the fp32 variant's (same batches, same initial weights).
@@ -235,11 +236,11 @@ def profile(run: Run, batches: list[dict[str, Any]], config: Any) -> dict[str, f
 
 def main() -> None:
     args = parse_args()
-    import torch
-
     from textbox.data import Seq2SeqCollator
     from textbox.data.batching import TokenBudgetBatchSampler, column_lengths
+    from textbox.trainer.allocator import keep_freed_memory
 
+    keep_freed_memory()  # as the Trainer does on a CPU (--cpu_memory_reuse, its default)
     threads = set_threads(args.threads)
     names = [name for name in args.variants.split(",") if name]
     unknown = sorted(set(names) - set(VARIANTS))
@@ -269,7 +270,7 @@ def main() -> None:
     for run in runs:
         if run.name in PROFILED:
             profiled[run.name] = profile(run, batches[-args.profile_steps:], config)
-    reference = runs[0] if runs[0].name == "fp32" else next(run for run in runs if run.name == "fp32")
+    reference = next(run for run in runs if run.name == "fp32")
     figures: dict[str, Any] = {
         "threads": threads, "rounds": args.rounds, "steps": args.steps, "max_tokens": args.max_tokens,
         "load": f"median {median(loads):.1f} (from {min(loads):.1f} to {max(loads):.1f})",

@@ -4,8 +4,9 @@ own ``F.cross_entropy``, interleaved in one process on the same batches and weig
 The default from-scratch transformer (d=128, 2+2 layers, 8k vocabulary: the output layer and its loss are about
 half of a step) on train_speed.py's token-budget batches, with label smoothing 0 (what train_speed.py compares)
 and 0.1 (configs/model/transformer.yaml's). A step is forward, backward, gradient clipping and a fused AdamW
-update; figures are medians over --repeats rounds of --steps steps, in CPU seconds of this process (steadier than
-wall time on a shared machine), and the largest difference between the two ways' losses.
+update (freed memory kept for reuse, as the Trainer does on a CPU); figures are medians over --repeats rounds of
+--steps steps, in CPU seconds of this process (steadier than wall time on a shared machine), and the largest
+difference between the two ways' losses.
 
     python benchmarks/token_loss.py [--data=DIR] [--max_tokens=1087] [--steps=10] [--repeats=5] [--threads=1]
         [--write_doc]
@@ -86,7 +87,9 @@ def main() -> None:
     args = parse_args()
     from textbox.data import Seq2SeqCollator
     from textbox.data.batching import TokenBudgetBatchSampler, column_lengths
+    from textbox.trainer.allocator import keep_freed_memory
 
+    keep_freed_memory()  # as the Trainer does on a CPU (--cpu_memory_reuse, its default)
     threads = set_threads(args.threads)
     model, tokenizer, tokenized, _ = prepare_data_and_model(framework_config(args.data), splits=())
     train = tokenized["train"]

@@ -10,7 +10,9 @@ trainer's wrappers); the figures are medians over the rounds of target tokens pe
 --warmup steps), timed by the model's forward calls on two clocks: wall time, and this process's CPU time, which
 other work on a busy machine stretches less (a trainer that waits for a core gains no CPU time meanwhile). The
 ratios are taken round by round (trainers of one round ran minutes apart at most) and their median and lowest
-value are shown.
+value are shown. The framework's Trainer switches the process's malloc to keeping freed memory
+(--cpu_memory_reuse) when it first trains, so Seq2SeqTrainer's rounds run with that too: the comparison leaves
+that gain out.
 
     python benchmarks/train_speed.py [--data=DIR] [--batch_size=32] [--steps=40] [--repeats=5] [--precision=fp32]
 """
