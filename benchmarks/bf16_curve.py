@@ -63,7 +63,7 @@ def main() -> None:
         for name in RUNS:
             rows, cpu_times, run_loads = train_and_watch(command(args, work, name), work, name, env)
             loads += run_loads
-            cpu_per_step = [(b - a) / (row["step"] - previous["step"])  # intervals after the first, as wall time
+            cpu_per_step = [(sum(b) - sum(a)) / (row["step"] - previous["step"])  # intervals after the first
                             for a, b, previous, row in zip(cpu_times, cpu_times[1:], rows, rows[1:])
                             if a is not None and b is not None]
             runs[name] = {"steps": [row["step"] for row in rows], "loss": [round(row["loss"], 4) for row in rows],
@@ -89,14 +89,14 @@ def main() -> None:
 
 
 def train_and_watch(arguments: list[str], work: Path, name: str,
-                    env: dict[str, str]) -> tuple[list[dict[str, Any]], list[float | None], list[float]]:
-    """Run one training process; return its training rows of metrics.jsonl, the process's CPU seconds (user +
+                    env: dict[str, str]) -> tuple[list[dict[str, Any]], list[tuple[float, float] | None], list[float]]:
+    """Run one training process; return its training rows of metrics.jsonl, the process's CPU seconds (user,
     system) read as each row appeared (None for rows that appeared after it ended), and the load average then."""
     import psutil
 
     metrics = work / name / "metrics.jsonl"
     rows: list[dict[str, Any]] = []
-    cpu_times: list[float | None] = []
+    cpu_times: list[tuple[float, float] | None] = []
     loads: list[float] = []
     seen = 0
     with open(work / f"{name}.out", "w", encoding="utf-8") as output:
@@ -106,8 +106,10 @@ def train_and_watch(arguments: list[str], work: Path, name: str,
         while not finished:
             time.sleep(0.05)
             finished = process.poll() is not None
-            lines = metrics.read_text().splitlines() if metrics.exists() else []
-            complete = lines if finished else lines[:-1]  # the last line may still be being written
+            text = metrics.read_text() if metrics.exists() else ""
+            complete = text.splitlines()
+            if not (finished or text.endswith("\n")):
+                complete = complete[:-1]  # a line still being written
             if len(complete) <= seen:
                 continue
             times = None if finished else watched.cpu_times()  # rows found after the exit have no CPU time
@@ -115,7 +117,7 @@ def train_and_watch(arguments: list[str], work: Path, name: str,
                 row = json.loads(line)
                 if row.get("split") == "train" and "loss" in row:
                     rows.append(row)
-                    cpu_times.append(None if times is None else times.user + times.system)
+                    cpu_times.append(None if times is None else (times.user, times.system))
                     loads.append(os.getloadavg()[0])
             seen = len(complete)
     if process.returncode != 0 or len(rows) < 3:
