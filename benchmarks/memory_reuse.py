@@ -93,8 +93,9 @@ def write_doc(figures: dict[str, Any], command_line: str) -> None:
     lines = [BEGIN, "", "## Keeping freed memory (`--cpu_memory_reuse`)", "",
              f"Written by `{command_line}`: whole runs of the default from-scratch transformer (d=128, 2+2 layers), "
              f"{figures['steps']} steps of {figures['max_tokens']} tokens, "
-             f"--mixed_precision={figures['precision']}, one thread, alternating between the settings for {figures['repeats']} rounds (load average "
-             f"{figures['load']}). CPU milliseconds per step (medians), split into user and system (kernel) time.", "",
+             f"--mixed_precision={figures['precision']}, one thread, alternating between the settings for "
+             f"{figures['repeats']} rounds (load average {figures['load']}). CPU milliseconds per step (medians), "
+             "split into user and system (kernel) time.", "",
              "| setting | user | system | total | speed-up (CPU) |", "|---|---:|---:|---:|---:|"]
     for name, label in (("glibc", "`--cpu_memory_reuse=False` (glibc's settings)"),
                         ("reuse", "`--cpu_memory_reuse=True` (default)")):
