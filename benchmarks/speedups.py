@@ -6,9 +6,9 @@ ParlAI's size (its tutorial's `--n-layers 8`, which sets 8 encoder and 8 decoder
 1024 of its fp16 rows; --config_kwargs changes it). Generation is forced to --generation_tokens tokens in every row,
 so that eval times compare speed rather than what each partly trained model happens to say. Train time includes
 validation; eval time is the test pass (loss and generation); the speed-up is the baseline's train + eval time over
-the row's. The rows that lose on a 2-core machine (a DataLoader worker, compiling a run this short, a second
-process) are run on top of the last row carried forward and reported apart: the rows after them do not include
-them. Rows run in turn, --repeats rounds; the table shows medians.
+the row's in the same round (median over the rounds). The rows that compete for a 2-core machine's cores (a
+DataLoader worker, a second process) or do not pay on a run this short (compiling) are run on top of the last row
+carried forward and reported apart: the rows after them do not include them. Rows run in turn, --repeats rounds.
 
     python benchmarks/speedups.py [--data=DIR] [--examples=1000] [--epochs=2] [--repeats=3] [--threads=1]
 """
@@ -115,17 +115,24 @@ def run_row(args: argparse.Namespace, keys: dict[str, Any], processes: int, work
 Timing = dict[str, float]
 
 
-def timing(runs: list[dict[str, Any]]) -> Timing:
-    """Median train, eval, total and CPU seconds of a row's runs."""
+def total(run: dict[str, Any]) -> float:
+    return run["train_seconds"] + run["test_seconds"]
+
+
+def timing(runs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> Timing:
+    """Median train, eval, total and CPU seconds of a row's runs, and its speed-ups: the baseline's total (CPU) time
+    over the row's in each round, the median over the rounds (rows of one round ran minutes apart, so a load that
+    changes over the rounds cancels out)."""
     return {"train": median([run["train_seconds"] for run in runs]),
             "eval": median([run["test_seconds"] for run in runs]),
-            "total": median([run["train_seconds"] + run["test_seconds"] for run in runs]),
+            "total": median([total(run) for run in runs]),
             "compile": median([run.get("compile_seconds", 0.0) for run in runs]),
-            "cpu": median([run["cpu_seconds"] for run in runs])}
+            "cpu": median([run["cpu_seconds"] for run in runs]),
+            "speed_up": median([total(base) / total(run) for base, run in zip(baseline, runs)]),
+            "speed_up_cpu": median([base["cpu_seconds"] / run["cpu_seconds"] for base, run in zip(baseline, runs)])}
 
 
 def markdown(args: argparse.Namespace, table: list[Row], timings: list[Timing], loads: list[float]) -> str:
-    baseline = timings[0]["total"]
     size = args.config_kwargs
     lines = [
         "# Speed-ups, trick by trick",
@@ -138,19 +145,22 @@ def markdown(args: argparse.Namespace, table: list[Row], timings: list[Timing], 
         f"the first {args.examples} examples of every split of `{args.data.name}`, {args.epochs} epochs validated "
         f"after each, then the test pass. Every generation is forced to {args.generation_tokens} tokens (greedy), so "
         "that eval times compare speed, not what each partly trained model happens to say. Train time includes "
-        "validation; eval is the test pass (loss and generation); speed-up is the baseline's total over the row's; "
-        "CPU s is the whole run's CPU time (start-up and every process included). "
+        "validation; eval is the test pass (loss and generation); CPU s is the whole run's CPU time (start-up and "
+        "every process included); speed-up is the baseline's total (CPU) time over the row's in the same round, the "
+        "median over the rounds. "
         f"Medians of {args.repeats} rounds (rows in turn in each round), {args.threads} torch thread(s) per process, "
         f"on the project's 2-core CPU machine shared with other work (load average {describe(loads)}).",
         "",
         "Rows carried forward add their trick to every carried row above them. The rows marked *not carried "
-        "forward* lose here and are measured on top of the last carried row only: a DataLoader worker and a second "
-        "process compete for the same 2 cores as the training process, and compiling costs more than it saves on "
-        "a run this short. Larger training batches mean fewer optimiser steps for the same epochs (ParlAI's table "
+        "forward* are measured on top of the last carried row only, and the rows after them leave them out: a "
+        "DataLoader worker and a second process compete for the machine's 2 cores with the training process and "
+        "with the other work on it, and compiling costs more than it saves on a run this short; their rows show "
+        "what each did here. Larger training batches mean fewer optimiser steps for the same epochs (ParlAI's table "
         "has the same row): a change to the training, not only to its speed.",
         "",
-        "| trick | carried forward | train s | (compiling) | eval s | total s | CPU s | speed-up | added |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| trick | carried forward | train s | (compiling) | eval s | total s | CPU s | speed-up | speed-up (CPU) "
+        "| added |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for number, ((_, name, added, processes, carried), row) in enumerate(zip(table, timings)):
         shown = [f"`--{key}={value!r}`" for key, value in added.items()] if number else \
@@ -159,8 +169,8 @@ def markdown(args: argparse.Namespace, table: list[Row], timings: list[Timing], 
             shown.append(f"{processes} processes")
         compiling = f"{row['compile']:.1f}" if row["compile"] else ""
         lines.append(f"| {name} | {'yes' if carried else 'no'} | {row['train']:.1f} | {compiling} | "
-                     f"{row['eval']:.1f} | {row['total']:.1f} | {row['cpu']:.0f} | {baseline / row['total']:.2f}x | "
-                     f"{' '.join(shown)} |")
+                     f"{row['eval']:.1f} | {row['total']:.1f} | {row['cpu']:.0f} | {row['speed_up']:.2f}x | "
+                     f"{row['speed_up_cpu']:.2f}x | {' '.join(shown)} |")
     lines += [
         "",
         "Compiling: `--compile=True` compiles the training forward once per run (dynamic shapes: one graph for "
@@ -188,14 +198,19 @@ def main() -> None:
                 runs[number].append(results)
                 loads.append(os.getloadavg()[0])
                 print(f"run {repeat + 1} {name}: train {results['train_seconds']} s, eval {results['test_seconds']} s, "
-                      f"CPU {results['cpu_seconds']:.1f} s, load {loads[-1]:.1f}", flush=True)
-    timings = [timing(row_runs) for row_runs in runs]
+                      f"CPU {results['cpu_seconds']:.1f} s, compiling {results.get('compile_seconds', 0.0)} s, "
+                      f"load {loads[-1]:.1f}", flush=True)
+    timings = [timing(row_runs, runs[0]) for row_runs in runs]
     tricks = markdown(args, table, timings, loads)
     write_doc_block(DOC, BEGIN, END, f"{BEGIN}\n{tricks.rstrip()}\n{END}", at_start=True)
     print_json_line({"doc": str(DOC.relative_to(REPO)), "load": describe(loads),
                      "total_seconds": {row[0]: round(t["total"], 1) for row, t in zip(table, timings)},
                      "cpu_seconds": {row[0]: round(t["cpu"], 1) for row, t in zip(table, timings)},
-                     "speedup": {row[0]: round(timings[0]["total"] / t["total"], 3) for row, t in zip(table, timings)}})
+                     "speedup": {row[0]: round(t["speed_up"], 3) for row, t in zip(table, timings)},
+                     "speedup_cpu": {row[0]: round(t["speed_up_cpu"], 3) for row, t in zip(table, timings)},
+                     "runs": {row[0]: [{key: run.get(key) for key in ("train_seconds", "test_seconds", "cpu_seconds",
+                                                                      "compile_seconds")} for run in row_runs]
+                              for row, row_runs in zip(table, runs)}})
 
 
 if __name__ == "__main__":
