@@ -2,14 +2,14 @@
 
 Every variant trains its own copy of the same initial model (the framework's from-scratch transformer at that size,
 built as a run builds it) on the same token-budget batches of the dataset, with the framework's loss
-(textbox.model.loss), optimiser (textbox.trainer.optim) and gradient clipping; bf16 variants run under
-torch.autocast as accelerate runs them; freed memory is kept for reuse, as the Trainer does on a CPU
-(--cpu_memory_reuse). Variants alternate, --steps steps each, for --rounds rounds (after one
-round of warm-up), so that a busy minute of the machine hits all of them; the figures are medians over the rounds
-of the seconds per step, wall and CPU time of this process (one thread: CPU time is what other work on the machine
-disturbs least). Losses are compared step by step with the fp32 variant's (same batches, same initial weights).
-Then one more chunk of --profile_steps steps per variant runs under torch.profiler, whose operator times are
-gathered into what they do (matrix products, softmax, casts, optimiser, ...).
+(textbox.model.loss), optimiser and learning-rate schedule (textbox.trainer.optim: the transformer's warm-up) and
+gradient clipping; bf16 variants run under torch.autocast as accelerate runs them; freed memory is kept for reuse,
+as the Trainer does on a CPU (--cpu_memory_reuse). Variants alternate, --steps steps each, for --rounds rounds
+(after one round of warm-up), so that a busy minute of the machine hits all of them; the figures are medians over
+the rounds of the seconds per step, wall and CPU time of this process (one thread: CPU time is what other work on
+the machine disturbs least). Losses are compared step by step with the fp32 variant's (same batches, same initial
+weights, the same dropout masks). Then one more chunk of --profile_steps steps per variant runs under
+torch.profiler, whose operator times are gathered into what they do (matrix products, softmax, casts, optimiser...).
 
 Variants (--variants picks some):
 - fp32, fp32_loop_adamw: float32, with torch's fused AdamW (the framework's default on CPU) or its
@@ -87,6 +87,7 @@ class Run:
     name: str
     model: Any
     optimizer: Any
+    scheduler: Any
     variant: Variant
     master: list[Any] | None  # fp32 master weights of a bf16-weights model
     wall: list[float] = field(default_factory=list)
@@ -94,11 +95,11 @@ class Run:
     losses: list[float] = field(default_factory=list)
 
 
-def build_runs(config: Any, base: Any, names: list[str]) -> list[Run]:
+def build_runs(config: Any, base: Any, names: list[str], total_steps: int) -> list[Run]:
     import torch
 
     from textbox.model.attention import set_attention
-    from textbox.trainer.optim import build_optimizer
+    from textbox.trainer.optim import build_optimizer, build_scheduler
 
     runs = []
     for name in names:
@@ -115,7 +116,7 @@ def build_runs(config: Any, base: Any, names: list[str]) -> list[Run]:
             model.to(torch.bfloat16)
         else:
             optimizer = build_optimizer(settings, model)
-        runs.append(Run(name, model, optimizer, variant, master))
+        runs.append(Run(name, model, optimizer, build_scheduler(config, optimizer, total_steps), variant, master))
     return runs
 
 
@@ -143,6 +144,7 @@ def train_step(run: Run, batch: dict[str, Any], config: Any) -> float:
     with record_function("optimiser step"):
         run.optimizer.step()
         run.optimizer.zero_grad(set_to_none=True)
+        run.scheduler.step()
     if run.master is not None:
         with record_function("master weights"), torch.no_grad():
             for master, parameter in zip(run.master, run.model.parameters()):
@@ -254,7 +256,7 @@ def main() -> None:
     order = TokenBudgetBatchSampler(*lengths, args.max_tokens, seed=config.seed).batches()[:needed]
     collate = Seq2SeqCollator(tokenizer.pad_token_id)
     batches = [collate([train[index] for index in batch]) for batch in order]
-    runs = build_runs(config, base, names)
+    runs = build_runs(config, base, names, total_steps=len(batches))
     loads = [os.getloadavg()[0]]
     for round_number in range(args.rounds + 1):  # round 0 warms up
         chunk = list(enumerate(batches))[round_number * args.steps:(round_number + 1) * args.steps]
@@ -294,19 +296,23 @@ def write_doc(figures: dict[str, Any], command_line: str) -> None:
              f"Written by `{command_line}`: the from-scratch transformer at d_model 512, 6+6 layers, ffn 2048 "
              f"({figures['parameters'] / 1e6:.1f}M parameters), batches of {figures['max_tokens']} tokens, "
              f"{figures['threads']} thread. Each variant trains its own copy of the same initial model on the same "
-             f"batches with the framework's loss, optimiser and clipping; variants alternate, {figures['steps']} "
-             f"steps each, for {figures['rounds']} rounds after a warm-up round (load average {figures['load']}). "
+             f"batches with the framework's loss, optimiser, schedule and clipping; variants alternate, "
+             f"{figures['steps']} steps each, for {figures['rounds']} rounds after a warm-up round (load average "
+             f"{figures['load']}). "
              "Seconds per step are medians over the rounds, of wall time and of this process's CPU time; loss "
-             "difference: the largest over the steps against fp32 (same batches, same start).", "",
+             "difference: the largest over the steps against fp32 (same batches, start, schedule and dropout masks).",
+             "",
              "| variant | s/step | vs fp32 | CPU s/step | vs fp32 (CPU) | loss difference |",
              "|---|---:|---:|---:|---:|---:|"]
-    for name, row in variants.items():
+    for name in (name for name in VARIANTS if name in variants):  # the JSON line sorts its keys
+        row = variants[name]
         lines.append(f"| {VARIANTS[name].label} | {row['wall_s_per_step']:.3f} | {row['speed_up']:.2f}x | "
                      f"{row['cpu_s_per_step']:.3f} | {row['speed_up_cpu']:.2f}x | {row['loss_max_abs_diff']:.4f} |")
     if profiled:
-        columns = list(profiled)
-        lines += ["", f"Milliseconds per step by what the operators do (torch.profiler, operators' own CPU time over "
-                      f"one chunk per variant; 'other' also holds the CPU time no operator holds):", "",
+        columns = [name for name in PROFILED if name in profiled]
+        lines += ["", "Milliseconds per step by what the operators do (torch.profiler, operators' own CPU time over "
+                      "one chunk per variant; 'other' also holds the CPU time no operator holds). The profiler's own "
+                      "cost makes these totals larger than the timed steps above: read them as shares.", "",
                   "| | " + " | ".join(VARIANTS[name].label for name in columns) + " | what |",
                   "|---|" + "---:|" * len(columns) + "---|"]
         for key, what in CATEGORIES:
