@@ -47,14 +47,20 @@ class StepClock:
     """Times steps by the model's forward calls and counts the tokens of the batches a wrapped collator built.
 
     Both frameworks call the model's forward once per training batch, in the order the collator built the
-    batches, so batch i ran from forward i to forward i+1 whatever the framework's prefetching.
+    batches, so batch i ran from forward i to forward i+1 whatever the framework's prefetching. Each start is read
+    on two clocks: wall time, and this process's CPU time (which other work on a busy machine stretches less).
     """
 
     def __init__(self, model: Any, collator: Callable[[list[dict]], dict]):
         self.collator = collator
         self.starts: list[float] = []
+        self.cpu_starts: list[float] = []
         self.batches: list[dict[str, int]] = []
-        self._hook = model.register_forward_pre_hook(lambda module, args: self.starts.append(time.perf_counter()))
+        self._hook = model.register_forward_pre_hook(lambda module, args: self._start())
+
+    def _start(self) -> None:
+        self.starts.append(time.perf_counter())
+        self.cpu_starts.append(time.process_time())
 
     def __call__(self, examples: list[dict]) -> dict:
         batch = self.collator(examples)
@@ -69,12 +75,14 @@ class StepClock:
     def close(self) -> None:
         self._hook.remove()
 
-    def steady(self, warmup: int) -> tuple[list[dict[str, int]], float]:
-        """The batches after ``warmup`` steps (the last one excluded: it has no end time) and their seconds."""
+    def steady(self, warmup: int) -> tuple[list[dict[str, int]], float, float]:
+        """The batches after ``warmup`` steps (the last one excluded: it has no end time), their wall seconds and
+        their CPU seconds."""
         last = len(self.starts) - 1
         if last <= warmup:
             raise RuntimeError(f"only {len(self.starts)} steps ran; need more than warmup={warmup} + 1")
-        return self.batches[warmup:last], self.starts[last] - self.starts[warmup]
+        return (self.batches[warmup:last], self.starts[last] - self.starts[warmup],
+                self.cpu_starts[last] - self.cpu_starts[warmup])
 
 
 def bart_training_flops(model_config: Any, examples: int, source_len: int, target_len: int) -> float:

@@ -4,23 +4,36 @@ Same model (the framework's from-scratch transformer, same initial weights), tok
 optimiser (fused AdamW as in Seq2SeqTrainer's defaults, linear schedule, gradient clipping at 1.0) and
 precision; the same average number of examples per optimiser step (ours: a max_tokens budget chosen to give
 --batch_size examples on average; Seq2SeqTrainer: --batch_size examples).
-The three trainers alternate for --repeats rounds; the figures are medians over the rounds of target tokens/s
-in steady state (after --warmup steps), timed by the model's forward calls.
+The three trainers alternate for --repeats rounds, each round from the same initial weights on a fresh copy of the
+model (accelerate wraps a prepared model's forward for mixed precision: a reused model would carry every earlier
+trainer's wrappers); the figures are medians over the rounds of target tokens per second in steady state (after
+--warmup steps), timed by the model's forward calls on two clocks: wall time, and this process's CPU time, which
+other work on a busy machine stretches less (a trainer that waits for a core gains no CPU time meanwhile). The
+ratios are taken round by round (trainers of one round ran minutes apart at most) and their median and lowest
+value are shown. The framework's Trainer switches the process's malloc to keeping freed memory
+(--cpu_memory_reuse) when it first trains, so Seq2SeqTrainer's rounds run with that too: the comparison leaves
+that gain out.
 
-    python benchmarks/train_speed.py [--data=DIR] [--batch_size=32] [--steps=40] [--repeats=3] [--precision=fp32]
+    python benchmarks/train_speed.py [--data=DIR] [--batch_size=32] [--steps=40] [--repeats=5] [--precision=fp32]
+        [--write_doc]
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
+import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import (DEFAULT_DATA, StepClock, add_threads_option, bart_training_flops, counted_training_flops,
-                    framework_config, gemm_peak_flops, median, prepare_data_and_model, print_json_line, set_threads)
+from common import (DEFAULT_DATA, REPO, StepClock, add_threads_option, bart_training_flops, counted_training_flops,
+                    framework_config, gemm_peak_flops, median, prepare_data_and_model, print_json_line, set_threads,
+                    write_doc_block)
 
 TRAINERS = ("ours", "hf_default", "hf_group_by_length")
+DOC = REPO / "docs" / "speedups.md"
 
 
 def parse_args() -> argparse.Namespace:
@@ -29,8 +42,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch_size", type=int, default=32, help="average examples per optimiser step")
     parser.add_argument("--steps", type=int, default=40, help="optimiser steps per trainer and round")
     parser.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds of the three trainers, alternating")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds of the three trainers, alternating")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--write_doc", action="store_true", help="write the table into docs/speedups.md")
     add_threads_option(parser)
     return parser.parse_args()
 
@@ -76,9 +90,10 @@ def train_hf(config: Any, model: Any, tokenizer: Any, data: Any, work: Path, sam
 
 
 def summarise(clock: StepClock, warmup: int, model_config: Any) -> dict[str, float]:
-    batches, seconds = clock.steady(warmup)
+    batches, seconds, cpu_seconds = clock.steady(warmup)
     flops = sum(bart_training_flops(model_config, b["examples"], b["source_len"], b["target_len"]) for b in batches)
-    return {"tokens_per_s": sum(b["target_tokens"] for b in batches) / seconds,
+    tokens = sum(b["target_tokens"] for b in batches)
+    return {"tokens_per_s": tokens / seconds, "tokens_per_cpu_s": tokens / cpu_seconds,
             "examples_per_step": sum(b["examples"] for b in batches) / len(batches),
             "padding_fraction": 1 - sum(b["real_tokens"] for b in batches) / sum(b["padded_tokens"] for b in batches),
             "flops_per_s": flops / seconds}
@@ -111,11 +126,12 @@ def main() -> None:
     print(f"FLOPs of a batch of 8 x (20 source, 18 target) tokens: formula {formula:.4g}, torch's counter "
           f"{counted:.4g}", flush=True)
 
-    initial = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    pristine = copy.deepcopy(model)
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in TRAINERS}
+    loads = [os.getloadavg()[0]]
     for repeat in range(args.repeats):
         for name in TRAINERS:
-            model.load_state_dict(initial)
+            model = copy.deepcopy(pristine)
             model.train()
             AcceleratorState._reset_state(reset_partial_state=True)  # each trainer builds its own Accelerator
             with tempfile.TemporaryDirectory() as work:
@@ -127,12 +143,15 @@ def main() -> None:
             clock.close()
             figures[name].append(summarise(clock, args.warmup, model.config))
             shown = figures[name][-1]
+            loads.append(os.getloadavg()[0])
             print(f"round {repeat + 1} {name:<19} {shown['tokens_per_s']:8.0f} target tokens/s "
-                  f"{shown['examples_per_step']:5.1f} examples/step {shown['padding_fraction']:6.2%} padding "
-                  f"{shown['flops_per_s'] / 1e9:6.1f} GFLOP/s", flush=True)
+                  f"({shown['tokens_per_cpu_s']:6.0f} per CPU s) {shown['examples_per_step']:5.1f} examples/step "
+                  f"{shown['padding_fraction']:6.2%} padding {shown['flops_per_s'] / 1e9:6.1f} GFLOP/s "
+                  f"load {loads[-1]:.1f}", flush=True)
 
     peaks = {precision: gemm_peak_flops(precision) for precision in ("fp32", "bf16")}
     result: dict[str, Any] = {"precision": args.precision, "threads": threads,
+                              "load": f"median {median(loads):.1f} (from {min(loads):.1f} to {max(loads):.1f})",
                               "max_tokens": config.max_tokens, "repeats": args.repeats, "steps": args.steps,
                               "gemm_peak_gflops_fp32": round(peaks["fp32"] / 1e9, 1),
                               "gemm_peak_gflops_bf16": round(peaks["bf16"] / 1e9, 1)}
@@ -140,15 +159,49 @@ def main() -> None:
         prefix = "" if name == "ours" else f"{name}_"
         rows = figures[name]
         result[f"{prefix}tokens_per_s"] = round(median([row["tokens_per_s"] for row in rows]), 1)
+        result[f"{prefix}tokens_per_cpu_s"] = round(median([row["tokens_per_cpu_s"] for row in rows]), 1)
         result[f"{prefix}examples_per_step"] = round(median([row["examples_per_step"] for row in rows]), 2)
         result[f"{prefix}padding_fraction"] = round(median([row["padding_fraction"] for row in rows]), 4)
         flops = median([row["flops_per_s"] for row in rows])
         result[f"{prefix}fraction_of_peak"] = round(flops / peaks[args.precision], 4)
         result[f"{prefix}fraction_of_bf16_peak"] = round(flops / peaks["bf16"], 4)
-    result["ratio_vs_hf_default"] = round(result["tokens_per_s"] / result["hf_default_tokens_per_s"], 3)
-    result["ratio_vs_hf_group_by_length"] = round(
-        result["tokens_per_s"] / result["hf_group_by_length_tokens_per_s"], 3)
+    for peer in TRAINERS[1:]:
+        for clock, key in (("", "tokens_per_s"), ("_cpu", "tokens_per_cpu_s")):
+            ratios = [ours[key] / theirs[key] for ours, theirs in zip(figures["ours"], figures[peer])]
+            result[f"ratio_vs_{peer}{clock}"] = round(median(ratios), 3)
+            result[f"ratio_vs_{peer}{clock}_lowest"] = round(min(ratios), 3)
+    if args.write_doc:
+        write_doc(result, " ".join(["python benchmarks/train_speed.py", *sys.argv[1:]]))
     print_json_line(result)
+
+
+def write_doc(result: dict[str, Any], command_line: str) -> None:
+    """One block per precision: each run rewrites its own."""
+    precision = result["precision"]
+    begin = f"<!-- trainer comparison ({precision}): written by benchmarks/train_speed.py -->"
+    end = f"<!-- end of trainer comparison ({precision}) -->"
+    lines = [begin, "", f"## Against transformers' Seq2SeqTrainer ({precision})", "",
+             f"Written by `{command_line}`: the default from-scratch transformer (d=128, 2+2 layers), the same "
+             f"initial weights, optimiser (fused AdamW), schedule, clipping and precision for every trainer; ours "
+             f"with a token budget of {result['max_tokens']} ({result['examples_per_step']:.1f} examples per step on "
+             f"average), Seq2SeqTrainer with batches of {result['hf_default_examples_per_step']:.0f}, in "
+             f"{result['repeats']} alternating rounds of {result['steps']} steps, {result['threads']} thread (load "
+             f"average {result['load']}). Target tokens per second in steady state, of wall time and of the "
+             f"process's CPU time; ratios taken round by round: median (lowest). Padding: the padded share of source "
+             f"and target positions. Our Trainer keeps freed memory for reuse (--cpu_memory_reuse) from its first "
+             f"round on, a process-wide setting the Seq2SeqTrainer rounds then share.", "",
+             "| trainer | padding | tokens/s | tokens per CPU s | ours vs it | ours vs it (CPU) |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, label in (("ours", "this framework (token budget)"), ("hf_default", "Seq2SeqTrainer, random batches"),
+                        ("hf_group_by_length", "Seq2SeqTrainer, group_by_length")):
+        prefix = "" if name == "ours" else f"{name}_"
+        ratios = "| | |" if name == "ours" else (
+            f"| {result[f'ratio_vs_{name}']:.2f}x ({result[f'ratio_vs_{name}_lowest']:.2f}x) | "
+            f"{result[f'ratio_vs_{name}_cpu']:.2f}x ({result[f'ratio_vs_{name}_cpu_lowest']:.2f}x) |")
+        lines.append(f"| {label} | {result[f'{prefix}padding_fraction']:.1%} | {result[f'{prefix}tokens_per_s']:.0f} "
+                     f"| {result[f'{prefix}tokens_per_cpu_s']:.0f} {ratios}")
+    lines += ["", end]
+    write_doc_block(DOC, begin, end, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ DATA_NAMING = ("dataset", "data_path", "data_format", "hub_name")
 # What a resumed run may change: how long it trains, what it reports and tests, where it runs. Anything else
 # (model, data, optimiser, schedule, seed, batching) would make the continued run a different run.
 RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test", "metrics", "eval_batch_size",
-                     "eval_max_tokens", "num_workers", "gpu_id", "find_unused_parameters", "max_save",
+                     "eval_max_tokens", "num_workers", "cpu_memory_reuse", "gpu_id", "find_unused_parameters",
+                     "max_save",
                      "decode_compile", "decoding_backend", "decoding_precision", "input_file", "output_file",
                      "show_examples", "cache_dir", "lower_evaluation", "bleu_max_ngrams", "bleu_tokenize",
                      "rouge_max_ngrams", "rouge_use_stemmer", "distinct_max_ngrams", "novelty_max_ngrams",

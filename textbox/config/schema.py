@@ -103,6 +103,11 @@ _key("hardware", "mixed_precision", "str", "no",
      "--mixed_precision, but the two must not disagree.",
      ("no", "fp16", "bf16"))
 _key("hardware", "num_workers", "int", 0, "DataLoader worker processes.")
+_key("hardware", "cpu_memory_reuse", "bool", True,
+     "Training on a CPU: the process keeps the memory it frees for the next step (glibc's mallopt: no mapping per "
+     "large block, no trimming) instead of returning it to the system and faulting it in again every step "
+     "(textbox/trainer/allocator.py; docs/speedups.md has the figures). Its memory then stays near its peak. "
+     "No effect where the C library is not glibc (the log says so).")
 
 # --- data -------------------------------------------------------------------------------------
 _key("data", "data_format", "str", "auto",
@@ -195,7 +200,9 @@ _key("train", "train_batch_size", "int", 32, "Examples per optimiser step and pr
 _key("train", "eval_batch_size", "int", 64, "Examples per validation/test batch and process.")
 _key("train", "learning_rate", "float", 1e-4, "Peak learning rate.")
 _key("train", "optimizer", "str", "adamw", "adamw, adam, sgd, adafactor, or any torch.optim class name.")
-_key("train", "optimizer_kwargs", "dict", {}, "Extra keyword arguments of the optimiser.")
+_key("train", "optimizer_kwargs", "dict", {},
+     "Extra keyword arguments of the optimiser. Adam, AdamW, SGD and Adagrad run torch's fused kernel on CPU "
+     "parameters unless this names an implementation ({'fused': False} or {'foreach': ...}).")
 _key("train", "weight_decay", "float", 0.0, "Decoupled weight decay (not applied to biases and norms).")
 _key("train", "scheduler", "str", "constant",
      "Learning-rate schedule: transformers' (constant, linear, cosine, cosine_with_restarts, polynomial, inverse_sqrt, "

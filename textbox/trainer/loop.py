@@ -17,6 +17,7 @@ from textbox.config import Config, RunInterrupted, TextBoxError
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.model.built_model import EfficientRecord
 from textbox.trainer import averaging, checkpoint
+from textbox.trainer.allocator import keep_freed_memory
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
 from textbox.trainer.loaders import accumulation_windows, train_loader
@@ -60,6 +61,7 @@ class Trainer:
         once more at the end; without it, checkpoint_best is the final model."""
         config, accelerator = self.config, self.accelerator
         self._validation = validation
+        self._reuse_freed_memory()
         loader = train_loader(config, accelerator, train_data, self.collator, self.logger.info)
         steps_per_epoch = math.ceil(len(loader) / config.accumulation_steps)
         total_steps = config.max_steps or config.epochs * steps_per_epoch
@@ -119,6 +121,17 @@ class Trainer:
             checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
         self._save_resume_state()  # the final state, for the record
         return self.state
+
+    def _reuse_freed_memory(self) -> None:
+        """--cpu_memory_reuse on a CPU device: freed memory stays in the process for the next step
+        (textbox.trainer.allocator says why)."""
+        if not self.config.cpu_memory_reuse or self.accelerator.device.type != "cpu":
+            return
+        if keep_freed_memory():
+            self.logger.info("cpu_memory_reuse=True: freed memory is kept for the next step (glibc mallopt: blocks "
+                             "up to 32 MiB from the heap, no trimming); the process's memory stays near its peak")
+        else:
+            self.logger.info("cpu_memory_reuse=True has no effect here: this C library has no glibc mallopt")
 
     def _best_is_final_model(self) -> None:
         """No validation gave a finite score (all NaN/inf: a diverged run). checkpoint_best is then the final

@@ -1,6 +1,7 @@
 """Optimisers and learning-rate schedules, by their TextBox names."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -42,12 +43,27 @@ def build_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optim
         raise TextBoxUserError(f"--optimizer: unknown optimizer {config.optimizer!r}{suggest(key, names)}; "
                                f"available: {', '.join(sorted(names))}")
     optimizer_class = getattr(torch.optim, names[key])
-    kwargs = {"lr": config.learning_rate, **config.optimizer_kwargs}
+    groups = parameter_groups(model, config.weight_decay)
+    kwargs = {"lr": config.learning_rate, **_fused_on_cpu(optimizer_class, groups, config.optimizer_kwargs),
+              **config.optimizer_kwargs}
     try:
-        return optimizer_class(parameter_groups(model, config.weight_decay), **kwargs)
+        return optimizer_class(groups, **kwargs)
     except TypeError as error:
         raise TextBoxUserError(f"--optimizer_kwargs={config.optimizer_kwargs!r} do not fit "
                                f"torch.optim.{names[key]}: {error}") from error
+
+
+def _fused_on_cpu(optimizer_class: type, groups: list[dict], asked: dict) -> dict:
+    """``{"fused": True}`` where torch has a fused kernel for the optimiser (Adam, AdamW, SGD, Adagrad) and every
+    trained parameter is a plain floating-point CPU tensor, unless optimizer_kwargs chooses an implementation
+    (``fused`` or ``foreach``). On CPU torch otherwise runs one parameter at a time, which weighs most where the
+    matrix products are fast (bf16): docs/speedups.md has the figures. CUDA keeps torch's own choice."""
+    if "fused" in asked or "foreach" in asked or "fused" not in inspect.signature(optimizer_class).parameters:
+        return {}
+    parameters = [parameter for group in groups for parameter in group["params"]]
+    plain_cpu = all(type(parameter) is torch.nn.Parameter and parameter.device.type == "cpu"
+                    and parameter.is_floating_point() for parameter in parameters)
+    return {"fused": True} if parameters and plain_cpu else {}
 
 
 def warmup_steps(config: Config, total_steps: int) -> int:

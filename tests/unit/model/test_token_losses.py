@@ -131,3 +131,49 @@ def test_an_output_layer_called_with_another_shape_keeps_the_models_own_logits(m
     full_sums, _ = loss.forward_token_losses(model, model, batch, 0.1)
     torch.testing.assert_close(sums, full_sums)
     assert counts.tolist() == [5, 2, 3]
+
+
+def _projected(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hidden states and an output layer's weight (leaves), and targets: the output layer's shape of a small model."""
+    generator = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(12, 8, generator=generator, requires_grad=True)
+    weight = torch.randn(40, 8, generator=generator, requires_grad=True)
+    return hidden, weight, torch.randint(0, 40, (12,), generator=generator)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_the_fused_token_cross_entropy_has_torchs_losses_and_gradients(smoothing):
+    figures = {}
+    for kind in ("fused", "torch"):
+        hidden, weight, targets = _projected()
+        logits = hidden @ weight.t() + 0.5
+        if kind == "fused":
+            losses = loss.token_cross_entropy(logits, targets, smoothing)
+            assert type(losses.grad_fn).__name__ == "_FusedCrossEntropyBackward"  # not torch's own path
+        else:
+            losses = torch.nn.functional.cross_entropy(logits, targets, label_smoothing=smoothing, reduction="none")
+        (losses * torch.linspace(0.5, 2.0, 12)).sum().backward()  # unequal weights: the per-token scaling counts
+        figures[kind] = (losses.detach(), hidden.grad, weight.grad)
+    for fused, reference in zip(figures["fused"], figures["torch"]):
+        torch.testing.assert_close(fused, reference)
+
+
+def test_logits_that_autograd_keeps_are_copied_not_overwritten():
+    """tanh keeps its output for its own gradient: overwriting such logits would break the backward pass."""
+    hidden, weight, targets = _projected()
+    logits = torch.tanh(hidden @ weight.t())
+    kept = logits.detach().clone()
+    loss.token_cross_entropy(logits, targets, 0.1).sum().backward()
+    torch.testing.assert_close(logits.detach(), kept)
+    reference_hidden = hidden.detach().clone().requires_grad_()
+    torch.nn.functional.cross_entropy(torch.tanh(reference_hidden @ weight.detach().t()), targets,
+                                      label_smoothing=0.1, reduction="none").sum().backward()
+    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
+
+
+def test_a_second_backward_through_the_fused_loss_is_refused():
+    hidden, weight, targets = _projected()
+    total = loss.token_cross_entropy(hidden @ weight.t(), targets).sum()
+    total.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="second backward"):
+        total.backward()

@@ -122,3 +122,31 @@ def test_schedules_with_warmup_follow_their_formulas(schedule, warmup):
     rates = learning_rates(20, scheduler=schedule, **warmup)
     assert rates == pytest.approx([expected_rate(schedule, step, 4, 20) for step in range(20)], abs=1e-9)
     assert rates[2] == pytest.approx(0.5)  # halfway up the warm-up
+
+
+@pytest.mark.parametrize("name", ["adamw", "adam", "sgd", "adagrad"])
+def test_cpu_optimisers_with_a_fused_kernel_use_it_and_update_as_the_loop_does(name):
+    """By default the fused kernel runs (one call for all parameters); its updates equal the one-parameter-at-a-time
+    loop's within float rounding, over steps that build momentum."""
+    models = {kind: TinyNet() for kind in ("default", "loop")}
+    kwargs = {"default": {}, "loop": {"foreach": False}}
+    optimizers = {kind: build_optimizer(trainer_config(optimizer=name, learning_rate=0.01, weight_decay=0.1,
+                                                       optimizer_kwargs=kwargs[kind]), model)
+                  for kind, model in models.items()}
+    assert optimizers["default"].defaults["fused"] is True
+    assert not optimizers["loop"].defaults["fused"] and optimizers["loop"].defaults["foreach"] is False
+    for _ in range(3):
+        for kind, model in models.items():
+            optimizers[kind].zero_grad()
+            one_step(optimizers[kind], model)
+    for default, loop in zip(models["default"].parameters(), models["loop"].parameters()):
+        torch.testing.assert_close(default, loop)
+    assert not torch.equal(models["default"].proj.weight, TinyNet().proj.weight)
+
+
+def test_an_implementation_in_optimizer_kwargs_is_honoured_and_optimisers_without_a_fused_kernel_are_left_alone():
+    assert build_optimizer(trainer_config(optimizer="adamw", optimizer_kwargs={"fused": False}), TinyNet()) \
+        .defaults["fused"] is False
+    assert build_optimizer(trainer_config(optimizer="adamw", optimizer_kwargs={"foreach": True}), TinyNet()) \
+        .defaults["foreach"] is True
+    assert not build_optimizer(trainer_config(optimizer="rmsprop"), TinyNet()).defaults.get("fused")
