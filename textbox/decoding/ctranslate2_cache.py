@@ -94,24 +94,25 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
     CTranslate2."""
     import ctranslate2
 
-    digest = hashlib.sha256()
     named = sorted(model.state_dict().items())
-    for (name, tensor), tensor_digest in zip(named, _tensor_digests([tensor for _, tensor in named])):
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}:{tensor_digest}".encode())
+    weights = "".join(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}:{tensor_digest}" for (name, tensor), tensor_digest
+                      in zip(named, _tensor_digests([tensor for _, tensor in named])))
+    digest = hashlib.sha256(weights.encode())
     config = {key: value for key, value in model.config.to_dict().items() if key not in _PROVENANCE}
     digest.update(json.dumps(config, sort_keys=True, default=str).encode())
-    digest.update(_vocabulary(tokenizer).encode())
+    digest.update(_vocabulary_digest(tokenizer))
     special = {name: str(getattr(tokenizer, name, None)) for name in _SPECIAL_TOKENS}
     digest.update(json.dumps([special, tokenizer.special_tokens_map], sort_keys=True, default=str).encode())
     digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
     return digest.hexdigest()[:32]
 
 
-def _vocabulary(tokenizer: Any) -> str:
-    """The vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges, added tokens;
-    ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as sorted JSON.
-    Kept per tokenizer while its length stays the same (adding tokens is how a vocabulary changes): it was the
-    largest part of the key, computed before every decode, validation included."""
+def _vocabulary_digest(tokenizer: Any) -> bytes:
+    """sha256 of the vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges,
+    added tokens; ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as
+    sorted JSON. Kept per tokenizer while its length stays the same (adding tokens is how a vocabulary changes):
+    the key is computed before every decode, validation included, and hashing a 200 KB text each time cost as
+    much as hashing the weights of a small model."""
     try:
         kept = _vocabularies.get(tokenizer)
     except TypeError:  # a tokenizer that cannot be weakly referenced
@@ -120,12 +121,13 @@ def _vocabulary(tokenizer: Any) -> str:
         return kept[1]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    digest = hashlib.sha256(text.encode()).digest()
     with contextlib.suppress(TypeError):
-        _vocabularies[tokenizer] = (len(tokenizer), text)
-    return text
+        _vocabularies[tokenizer] = (len(tokenizer), digest)
+    return digest
 
 
-_vocabularies: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
+_vocabularies: weakref.WeakKeyDictionary[Any, tuple[int, bytes]] = weakref.WeakKeyDictionary()
 
 
 def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:

@@ -15,9 +15,30 @@ into calls (``_by_prompt_length``):
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from textbox.decoding.ctranslate2_settings import Ctranslate2Call, ctranslate2_call, rerank_cut_hypotheses
+
+
+Wait = Callable[..., list[list[list[str]]]]  # wait(done=...): each example's hypotheses, best first
+
+
+def _ignored(examples: int) -> None:
+    """The default ``done``: no progress to report."""
+
+
+class _Found(NamedTuple):
+    """One example's result, read out of CTranslate2 once: every property read of a result converts its C++
+    vectors into new Python lists."""
+
+    hypotheses: list[list[str]]
+    scores: list[float]  # only where the hypotheses are ranked again (rerank_cut); empty otherwise
+
+
+def _found(result: Any, with_scores: bool) -> _Found:
+    """A TranslationResult's hypotheses or a GenerationResult's sequences (and their scores)."""
+    return _Found(getattr(result, "hypotheses", None) or result.sequences,
+                  list(result.scores) if with_scores else [])
 
 
 class BatchDecoder:
@@ -30,13 +51,12 @@ class BatchDecoder:
         end = effective.eos_token_id
         self.end_tokens = tokenizer.convert_ids_to_tokens(end if isinstance(end, list) else [end])
 
-    def start(self, sources: list[list[str]], widths: list[int],
-              max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
-        """Queues the decoding of ``sources`` on the engine (asynchronously: its worker runs the queued calls one
-        after another while Python reads the next examples) and returns what waits for each example's
-        num_return_sequences hypotheses (tokens), best first. ``widths``: each example's decoder input width in
-        its loader batch; examples whose widths map to the same call go to one engine call, which batches them
-        ``max_batch_size`` at a time."""
+    def start(self, sources: list[list[str]], widths: list[int], max_batch_size: int) -> Wait:
+        """Queues the decoding of ``sources`` on the engine (asynchronously: its worker decodes while Python reads
+        the examples of the next call) and returns what waits for each example's num_return_sequences hypotheses
+        (tokens), best first, telling ``done`` of each example whose search ended. ``widths``: each example's
+        decoder input width in its loader batch; examples whose widths map to the same call go to one engine
+        call, which batches them ``max_batch_size`` at a time."""
         calls: list[tuple[Ctranslate2Call, list[int]]] = []
         for width in sorted(set(widths)):
             call = ctranslate2_call(self.effective, self.kind, width, self.vocabulary_size)
@@ -49,16 +69,17 @@ class BatchDecoder:
         started = [(numbers, self._start([sources[n] for n in numbers], call, max_batch_size))
                    for call, numbers in calls]
 
-        def wait() -> list[list[list[str]]]:
+        def wait(done: Callable[[int], None] = _ignored) -> list[list[list[str]]]:
+            if len(started) == 1 and started[0][0] == list(range(len(sources))):
+                return started[0][1](done)  # one call in the examples' order: nothing to put back
             found: list[list[list[str]]] = [[] for _ in sources]
             for numbers, hypotheses_of in started:
-                for number, hypotheses in zip(numbers, hypotheses_of()):
+                for number, hypotheses in zip(numbers, hypotheses_of(done)):
                     found[number] = hypotheses
             return found
         return wait
 
-    def _start(self, sources: list[list[str]], call: Ctranslate2Call,
-               max_batch_size: int) -> Callable[[], list[list[list[str]]]]:
+    def _start(self, sources: list[list[str]], call: Ctranslate2Call, max_batch_size: int) -> Wait:
         arguments = {**call.arguments, "end_token": self.end_tokens, "max_batch_size": max_batch_size}
 
         def run(some: list[list[str]], **overrides: Any) -> list[Any]:
@@ -70,22 +91,29 @@ class BatchDecoder:
 
         pending = run(sources, asynchronous=True)
 
-        def wait() -> list[list[list[str]]]:
-            results = [result.result() for result in pending]
+        def wait(done: Callable[[int], None] = _ignored) -> list[list[list[str]]]:
+            found: list[_Found] = []
+            reported = 0
+            for result in pending:
+                found.append(_found(result.result(), call.rerank_cut))
+                if len(found) - reported == max_batch_size or len(found) == len(pending):  # an engine batch's worth
+                    done(len(found) - reported)
+                    reported = len(found)
             if call.stops_when_ended is not None:
-                _complete_cut_searches(results, sources, run, self.end_tokens[0], call.stops_when_ended)
-            return [self._pick(call, result) for result in results]
+                _complete_cut_searches(found, sources, run, self.end_tokens[0], call.stops_when_ended)
+            return [self._pick(call, each) for each in found]
         return wait
 
-    def _pick(self, call: Ctranslate2Call, result: Any) -> list[list[str]]:
-        found = _hypotheses(result) * call.copies
+    def _pick(self, call: Ctranslate2Call, found: _Found) -> list[list[str]]:
+        hypotheses = found.hypotheses * call.copies
         if call.rerank_cut:
-            found = rerank_cut_hypotheses(found, list(result.scores), self.end_tokens[0],
-                                          call.arguments["length_penalty"], call.per_example, call.stops_when_ended)
-        if len(found) != call.per_example:
-            raise RuntimeError(f"CTranslate2 returned {len(found)} hypotheses for an example, expected "
+            hypotheses = rerank_cut_hypotheses(hypotheses, found.scores, self.end_tokens[0],
+                                               call.arguments["length_penalty"], call.per_example,
+                                               call.stops_when_ended)
+        if len(hypotheses) != call.per_example:
+            raise RuntimeError(f"CTranslate2 returned {len(hypotheses)} hypotheses for an example, expected "
                                f"{call.per_example}")
-        return found
+        return hypotheses
 
 
 def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:
@@ -103,20 +131,15 @@ def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: boo
     return results
 
 
-def _complete_cut_searches(results: list[Any], sources: list[list[str]], decode: Any, end_token: str,
+def _complete_cut_searches(found: list[_Found], sources: list[list[str]], decode: Any, end_token: str,
                            beams: int) -> None:
     """Under early_stopping=True with a forced end token, a search that reached the length bound returns only its
     ``beams`` best hypotheses (CTranslate2 allows no more at patience 1), which may hide how many had ended: the
     examples concerned are decoded again with patience 2, whose search is the same up to the bound (fewer than
     ``beams`` had ended before it) and which returns every hypothesis (fewer than 2 x beams)."""
-    cut = [number for number, result in enumerate(results)
-           if any(not hypothesis or hypothesis[-1] != end_token for hypothesis in _hypotheses(result))]
+    cut = [number for number, each in enumerate(found)
+           if any(not hypothesis or hypothesis[-1] != end_token for hypothesis in each.hypotheses)]
     if cut:
         again = decode([sources[number] for number in cut], patience=2.0, num_hypotheses=2 * beams)
         for number, result in zip(cut, again):
-            results[number] = result
-
-
-def _hypotheses(result: Any) -> list[list[str]]:
-    """A TranslationResult's hypotheses or a GenerationResult's sequences."""
-    return list(getattr(result, "hypotheses", None) or result.sequences)
+            found[number] = _found(result, with_scores=True)

@@ -1,17 +1,19 @@
 """Decoding on CTranslate2: the model converted once per content (textbox.decoding.ctranslate2_cache), then
 translate_batch (encoder-decoders) or generate_batch (decoder-only LMs).
 
-Examples come from the same length-sorted loader as the transformers path (one shard per process) and leave as ids
-through the same gather and background detokenisation, so outputs return in dataset order. The engine is called
-once per BATCHES_PER_CALL loader batches (fewer where --eval_max_tokens varies the batch size: ``_runs``) and
-batches their examples itself (``max_batch_size``: the loader's batch size), as a user calling it directly would.
-Each call is queued (``asynchronous=True``) before the results of the one ahead of it are read, so that the engine's
-worker goes from one call to the next while Python reads, converts and gathers examples: a call per loader batch,
-each waited for, left CTranslate2 idle between batches. A decoder-only model's length bounds count its loader
-batch's left-padded prompt width, as generate's do (textbox.decoding.lengths): examples whose widths give different
-bounds go to different calls. How each call is made (decoder-only prompts, cut searches):
-textbox.decoding.ctranslate2_calls. CTranslate2 takes and returns token strings: ids cross over through a memoised
-map (TokenMap, at the end of this module).
+Examples come from the same length-sorted loader as the transformers path (one shard per process). As a user calling
+the engine directly would, the framework hands it a process's whole shard in one call and leaves the batching to it
+(``max_batch_size``: the loader's batch size); only where --eval_max_tokens lets a batch hold more examples than the
+first batch of its call does a new call start (``_same_run``). Calls are queued (``asynchronous=True``) as the
+loader is read; once all their hypotheses are in, they are detokenised unpadded on the calling thread, and each
+process's texts are gathered once, with their examples' dataset indices, and returned in dataset order. Smaller
+calls queued one ahead, with Python converting and detokenising one while the engine decoded the next, took longer
+and more CPU time: Python running beside the engine's worker slowed both (docs/speedups.md).
+
+A decoder-only model's length bounds count its loader batch's left-padded prompt width, as generate's do
+(textbox.decoding.lengths): examples whose widths give different bounds go to different calls. How each call is made
+(decoder-only prompts, cut searches): textbox.decoding.ctranslate2_calls. CTranslate2 takes and returns token
+strings: ids cross over through a memoised map (TokenMap, at the end of this module).
 """
 from __future__ import annotations
 
@@ -20,18 +22,15 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
+from accelerate.utils import gather_object
 
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import CannotConvert, converted_model, decoder_start_token, plain_model
-from textbox.decoding.ctranslate2_calls import BatchDecoder
+from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait
 from textbox.decoding.ctranslate2_settings import effective_config
-from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
-from textbox.utils.padding import right_padded
 
-# Loader batches decoded by one engine call: CTranslate2 batches their examples itself (max_batch_size: the loader's
-# batch size); the calls are queued one ahead, so that the engine never waits for Python between them.
-BATCHES_PER_CALL = 4
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
 
@@ -117,46 +116,37 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     engine, path = prepare_engine(accelerator, unwrapped, tokenizer, choice, options, seed,
                                   validation=description == "valid")
     batches = BatchDecoder(engine, choice.kind, effective, tokenizer,
-                            _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+                           _target_prefix(path, choice.kind, effective, inner, tokenizer), inner.config.vocab_size)
     tokens = token_map(tokenizer)
-    def start(chunk: list[Any]) -> tuple[list[Any], list[Callable[[], list[list[list[str]]]]]]:
-        waits = []
-        for run in _runs(chunk):
+    indices: list[int] = []  # the dataset index of every example of this process's shard, in loader order
+    calls: list[Wait] = []
+    sources: list[list[str]] = []  # the examples of the call being read (see _same_run)
+    widths: list[int] = []
+    run_size = 0  # examples in the first loader batch of that call
+    for batch in loader:
+        if sources and not _same_run(len(batch["index"]), run_size):
+            calls.append(batches.start(sources, widths, run_size))
             sources, widths = [], []
-            for batch in run:
-                if choice.kind == "translator":
-                    ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
-                else:
-                    ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
-                    width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
-                sources.extend(_tokens(tokens, ids, mask))
-                widths.extend([width] * ids.shape[0])
-            waits.append(batches.start(sources, widths, len(run[0]["index"])))
-        return chunk, waits
+        if not sources:
+            run_size = len(batch["index"])
+        if choice.kind == "translator":
+            ids, mask, width = batch["input_ids"], batch["attention_mask"], 1  # the decoder start token
+        else:
+            ids, mask = batch["prompt_ids"], batch["prompt_attention_mask"]
+            width = ids.shape[1]  # what generate counts in max_length / min_length: the padded prompt
+        sources.extend(_tokens(tokens, ids, mask))
+        widths.extend([width] * ids.shape[0])
+        indices.extend(batch["index"].tolist())
+    if sources:
+        calls.append(batches.start(sources, widths, run_size))
 
-    with BackgroundDetokenizer(tokenizer) as detokenizer, \
-            tqdm(total=len(loader), desc=description, disable=not accelerator.is_local_main_process,
-                 leave=False) as progress:
-        def finish(chunk: list[Any], waits: list[Callable[[], list[list[list[str]]]]]) -> None:
-            hypotheses = [hypothesis for wait in waits for found in wait() for hypothesis in found]
-            flat = tokens.ids([token for hypothesis in hypotheses for token in hypothesis])
-            out = right_padded(_split(flat, [len(hypothesis) for hypothesis in hypotheses]), pad_id, min_width=1)
-            out = out.to(accelerator.device)
-            out = accelerator.pad_across_processes(out, dim=1, pad_index=pad_id)
-            index = torch.cat([batch["index"] for batch in chunk])
-            detokenizer.submit(*accelerator.gather((out, index)))  # k consecutive rows per example
-            progress.update(len(chunk))
-
-        in_engine = None  # the chunk the engine works on while the next one is read and queued behind it
-        for chunk in _chunks(loader, BATCHES_PER_CALL):
-            queued = start(chunk)
-            if in_engine is not None:
-                finish(*in_engine)
-            in_engine = queued
-        if in_engine is not None:
-            finish(*in_engine)
-        return detokenizer.sequences(len(loader.dataset))
+    with tqdm(total=len(indices), desc=description, unit="example", disable=not accelerator.is_local_main_process,
+              leave=False) as progress:
+        hypotheses = [hypothesis for wait in calls for found in wait(progress.update) for hypothesis in found]
+    flat = tokens.ids([token for hypothesis in hypotheses for token in hypothesis])
+    texts = detokenized(tokenizer, _split(flat, [len(hypothesis) for hypothesis in hypotheses]))
+    # Every process detokenised its own shard; the texts (not padded ids) cross over, once per decode.
+    return in_dataset_order(gather_object([(indices, texts)]), len(loader.dataset))
 
 
 def _tokens(tokens: TokenMap, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
@@ -175,31 +165,13 @@ def _split(flat: list[Any], lengths: list[int]) -> list[list[Any]]:
     return rows
 
 
-def _chunks(loader: Any, size: int) -> Any:
-    """The loader's batches, ``size`` at a time (the last chunk may be shorter)."""
-    chunk = []
-    for batch in loader:
-        chunk.append(batch)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _runs(chunk: list[Any]) -> list[list[Any]]:
-    """The chunk's batches cut where a batch holds more examples than the first of its run: each run is one
-    engine call whose batches hold as many examples as that first batch: the loader's batch size, or under
-    --eval_max_tokens (longest sources first, so a batch with more examples has shorter sources) what the budget
-    allowed for sources as long as the run's longest: an engine batch never holds more examples than the loader
-    put with sources of that length."""
-    runs: list[list[Any]] = []
-    for batch in chunk:
-        if runs and len(batch["index"]) <= len(runs[-1][0]["index"]):
-            runs[-1].append(batch)
-        else:
-            runs.append([batch])
-    return runs
+def _same_run(batch_size: int, run_size: int) -> bool:
+    """Whether a loader batch of ``batch_size`` examples joins the engine call of a run whose first batch held
+    ``run_size``: the call batches its examples ``run_size`` at a time, so a batch with more examples starts a
+    call of its own. Without --eval_max_tokens every batch holds the loader's batch size (one call for the whole
+    shard); under it (longest sources first, so a batch with more examples has shorter sources) an engine batch
+    never holds more examples than the loader put with sources as long as the run's longest."""
+    return batch_size <= run_size
 
 
 def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer: Any) -> list[str] | None:

@@ -338,11 +338,10 @@ class _RecordingEngine:
 
 
 @pytest.mark.parametrize("eval_max_tokens", [None, 256])
-def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, monkeypatch, eval_max_tokens):
-    """One translate_batch call decodes a run of up to BATCHES_PER_CALL loader batches (CTranslate2 batches them
-    itself, max_batch_size the loader's batch size: a call per loader batch left it idle between batches), with
-    generate's outputs; under eval_max_tokens a loader batch holding more examples than the first of its run starts
-    a new call."""
+def test_the_engine_batches_the_whole_shard_itself(trained, pairs, tmp_path, monkeypatch, eval_max_tokens):
+    """One translate_batch call decodes every loader batch (CTranslate2 batches them itself, max_batch_size the
+    loader's batch size), with generate's outputs; under eval_max_tokens a loader batch holding more examples than
+    the first of its call starts a new call."""
     from textbox.decoding import ctranslate2_engine
 
     model, tokenizer = trained
@@ -365,18 +364,15 @@ def test_the_engine_batches_the_loader_batches_itself(trained, pairs, tmp_path, 
                                      DecodingOptions(backend, "float32", str(tmp_path / "cache"), 0))
              for backend in ("ctranslate2", "transformers")}
     assert texts["ctranslate2"] == texts["transformers"]
-    runs = []  # (examples, first batch's size) of each run of batches none larger than its first, chunk by chunk
-    for start in range(0, len(sizes), ctranslate2_engine.BATCHES_PER_CALL):
-        chunk_runs = []
-        for size in sizes[start:start + ctranslate2_engine.BATCHES_PER_CALL]:
-            if chunk_runs and size <= chunk_runs[-1][1]:
-                chunk_runs[-1][0] += size
-            else:
-                chunk_runs.append([size, size])
-        runs.extend(chunk_runs)
+    runs = []  # [examples, first batch's size] of each run of batches none larger than its first
+    for size in sizes:
+        if runs and size <= runs[-1][1]:
+            runs[-1][0] += size
+        else:
+            runs.append([size, size])
     calls = [list(call) for engine in recorded for call in engine.calls]
     assert calls == runs, sizes
     if eval_max_tokens is None:
-        assert len(runs) == -(-len(sizes) // ctranslate2_engine.BATCHES_PER_CALL) < len(sizes)
+        assert calls == [[EXAMPLES, 16]] and len(sizes) > 1
     else:
-        assert len(set(sizes)) > 1
+        assert len(set(sizes)) > 1 and 1 < len(calls) < len(sizes)

@@ -57,3 +57,37 @@ def test_k_rows_per_example_stay_with_their_example_in_order():
         assert detokenizer.texts(3) == ["a", "c", "g"]
         with pytest.raises(ValueError, match="3 generated rows for 2 examples"):
             detokenizer.submit(torch.tensor([[1], [2], [3]]), torch.tensor([0, 1]))
+
+
+def test_the_rust_decoder_gives_batch_decodes_texts(tokenizer):
+    """The project's fast tokenizer is decoded by its Rust decoder in one call: the same texts as batch_decode,
+    special tokens and padding left out, empty rows included."""
+    from textbox.decoding.detokenize import _rust_decode_batch, detokenized
+
+    every = list(range(len(tokenizer)))
+    pad, end = tokenizer.pad_token_id, tokenizer.eos_token_id
+    rows = [every, every[::-1], [], [pad] * 3, [5, end, 7, pad]]
+    assert _rust_decode_batch(tokenizer) is not None
+    assert detokenized(tokenizer, rows) == [one_line(text) for text in
+                                            tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    assert detokenized(tokenizer, []) == []
+
+
+def test_a_tokenizer_that_decodes_its_own_way_keeps_its_decoding(tokenizer):
+    """A tokenizer class with its own _decode, or one that cleans up spaces, is decoded by batch_decode."""
+    import copy
+
+    from textbox.decoding.detokenize import _rust_decode_batch, detokenized
+
+    class Shouting(type(tokenizer)):
+        def _decode(self, token_ids, skip_special_tokens=False, **kwargs):
+            return super()._decode(token_ids, skip_special_tokens=skip_special_tokens, **kwargs).upper()
+
+    shouting = copy.copy(tokenizer)
+    shouting.__class__ = Shouting
+    rows = [list(range(5, 15)), [20, 21]]
+    assert detokenized(shouting, rows) == [one_line(text).upper() for text in
+                                           tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    tidy = copy.deepcopy(tokenizer)
+    tidy.clean_up_tokenization_spaces = True
+    assert _rust_decode_batch(tidy) is None and _rust_decode_batch(shouting) is None
