@@ -43,20 +43,9 @@ Decision for that default: when the user leaves ``early_stopping`` unset, CTrans
 search and the engine's log line says so (``stopping_note``); an explicit ``early_stopping=False`` falls back to
 transformers (auto) or is refused (ctranslate2). Why: the default is what nearly every beam search uses, and
 falling back for it would give up the 5x of CTranslate2 for a heuristic nobody chose; True is the cheapest exact
-stopping rule both engines share (measured below: neither True nor 'never' reproduces the heuristic, and 'never'
-is 2.3x slower), and a user who needs one search on both engines sets early_stopping=True or 'never' (identical
-outputs, tested).
-Measured on tiny BART (tests/unit/decoding/test_ctranslate2.py, 120 examples, max_new_tokens=10, forced end
-token): True and 'never' 120/120 identical at length_penalty 2.0, 1.0, 0.5 and -0.5; unset (CTranslate2 = True)
-107/120 against transformers' heuristic at 1.0. On the benchmark model (multi30k, 320 examples, beam 4, max 64
-new tokens, float32): CTranslate2 = transformers 320/320 with early_stopping=True and 320/320 with 'never';
-transformers' heuristic against True 301/320 (BLEU 20.76 / 20.65), against 'never' 315/320 (BLEU 20.64). 'never'
-decodes to the length bound: CTranslate2 ran 2.3x slower with it than with True (12.4 / 28.5 examples/s, machine
-loaded). So the unset default runs True, the fast one; its differences from transformers' default are not ties
-but the heuristic's own stop. Before this mapping (patience 1, min_decoding_length 1, the end token not counted,
-every cut hypothesis a candidate) the same comparison gave 315/320, a search that matched neither rule (probably
-closer to the heuristic because min_decoding_length 1 hid the immediate end token that True counts as one of its
-num_beams finished hypotheses; not verified further).
+stopping rule both engines share (docs/speedups.md, beam search stopping: neither True nor 'never' reproduces the
+heuristic, and 'never' is 2.3x slower), and a user who needs one search on both engines sets early_stopping=True or
+'never' (identical outputs, tested).
 Not mapped, because measured not to decode alike (figures: docs/speedups.md):
 - ``repetition_penalty``: transformers also penalises the decoder start token (BART's end token) or the whole
   prompt, CTranslate2 neither;
