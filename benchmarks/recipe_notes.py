@@ -62,9 +62,9 @@ Why each setting is what it is (what was measured on this machine, validation BL
 - Schedule: a fixed budget of 7 epochs with the rate decaying linearly to zero (warm-up 500 steps, peak 1e-3),
   because a CPU hour allows only a few epochs and inverse_sqrt is still at 60% of its peak rate after 7.
 - Validations every half epoch (`valid_steps: 121`, `valid_strategy: step`) so that `average_checkpoints: 4`
-  averages the last two epochs' checkpoints. In the run above the average did not help (34.99 valid BLEU against
-  35.19 for the last checkpoint, so the last one was kept): with the rate decayed to zero the last checkpoint is
-  already an average of sorts. It stays on as a check that costs one validation (about 10 s).
+  averages the last two epochs' checkpoints. In the runs made so far the average did not help (its validation
+  BLEU, given above, fell short of the last checkpoint's, so the last one was kept): with the rate decayed to zero
+  the last checkpoint is already an average of sorts. It stays on as a check that costs one validation (about 10 s).
 - Beam 5 (`generation_kwargs.num_beams`), length penalty 1 (transformers' default: scores divided by length);
   not measured against greedy decoding on this recipe's checkpoint.
 - Shared BPE vocabulary and tied embeddings are the `transformer` model's defaults (one matrix for both
