@@ -38,10 +38,8 @@ def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
     if packing.packed:
         _check_packed(logits, scored, unwrapped)
         token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
-        token_loss[scored] = token_cross_entropy(logits[0], labels[scored], label_smoothing)
-    elif bool(scored.all()):
-        token_loss = token_cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                         label_smoothing).view(labels.shape)
+        token_loss[scored] = F.cross_entropy(logits[0], labels[scored], label_smoothing=label_smoothing,
+                                             reduction="none")
     else:
         # Flattened (tokens, vocab) rows: twice as fast as cross_entropy over a transposed (batch, vocab, time) view.
         token_loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
@@ -113,71 +111,8 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
         logits = logits[:, logits.shape[1] - batch["input_ids"].shape[1]:-1]
         logits = logits[scored].float()
     token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
-    token_loss[scored] = token_cross_entropy(logits, labels[scored], label_smoothing)
+    token_loss[scored] = F.cross_entropy(logits, labels[scored], label_smoothing=label_smoothing, reduction="none")
     return token_loss.sum(dim=1), scored.sum(dim=1)
-
-
-# Operations whose backward reads none of their own output: logits made by them (or a view of them) may be
-# overwritten once used (a tanh soft-cap, say, keeps its output for its gradient: its logits are copied first).
-_OUTPUT_NOT_SAVED = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "MmBackward0", "AddmmBackward0",
-                     "BmmBackward0", "UnsafeViewBackward0", "ViewBackward0", "ReshapeAliasBackward0",
-                     "SelectBackward0", "SliceBackward0", "ToCopyBackward0", "IndexBackward0", "SqueezeBackward0",
-                     "SqueezeBackward1", "TransposeBackward0"}
-
-
-def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """``F.cross_entropy(logits, targets, label_smoothing=..., reduction="none")`` for float logits [tokens, vocab]
-    and targets [tokens] (every one scored). With gradients, one pass turns the logits into their gradient
-    (softmax minus the smoothed one-hot) while computing the loss, and backward only scales it: no log-softmax
-    kept, no zero-filled gradient scattered into, no separate pass for the smoothing term (the vocabulary-sized
-    tensors of the output layer are what a small model's step spends its non-matrix time on). The logits' memory is
-    reused when nothing else needs it (they are the forward's result and autograd keeps no reference to them)."""
-    if not (torch.is_grad_enabled() and logits.requires_grad) or logits.dtype not in (torch.float32, torch.float64):
-        return F.cross_entropy(logits, targets, label_smoothing=label_smoothing, reduction="none")
-    return _FusedCrossEntropy.apply(logits, targets, label_smoothing, _reusable(logits))
-
-
-def _reusable(logits: torch.Tensor) -> bool:
-    tensor: torch.Tensor | None = logits
-    while tensor is not None:
-        if tensor.grad_fn is not None and type(tensor.grad_fn).__name__ not in _OUTPUT_NOT_SAVED:
-            return False
-        tensor = tensor._base
-    return True
-
-
-class _FusedCrossEntropy(torch.autograd.Function):
-    """Loss and gradient of the token cross-entropy in one pass over the logits (see token_cross_entropy)."""
-
-    @staticmethod
-    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, smoothing: float,
-                reuse: bool) -> torch.Tensor:
-        work = logits if reuse else logits.clone()
-        vocabulary = work.shape[-1]
-        top = work.amax(dim=1, keepdim=True)
-        target_logit = work.gather(1, targets[:, None]).squeeze(1)
-        mean_logit = work.mean(dim=1) if smoothing else None
-        total = work.sub_(top).exp_().sum(dim=1, keepdim=True)
-        log_total = total.log().add_(top).squeeze(1)  # log-sum-exp of each row
-        loss = log_total - target_logit
-        if mean_logit is not None:  # smoothing spreads that much target mass evenly over the vocabulary
-            loss = (1 - smoothing) * loss + smoothing * (log_total - mean_logit)
-        gradient = work.div_(total)  # the softmax, ...
-        if smoothing:
-            gradient.sub_(smoothing / vocabulary)
-        gradient.scatter_add_(1, targets[:, None], gradient.new_full((len(targets), 1), smoothing - 1.0))
-        ctx.save_for_backward(gradient)  # ... minus the smoothed one-hot target
-        ctx.spent = False
-        return loss
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, loss_gradient: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        if ctx.spent:  # the kept gradient is scaled in place, so a second backward (retain_graph) would be wrong
-            raise RuntimeError("token_cross_entropy: a second backward through the same loss is not supported")
-        ctx.spent = True
-        (gradient,) = ctx.saved_tensors
-        return gradient.mul_(loss_gradient[:, None]), None, None, None
 
 
 def target_tokens(batch: dict[str, torch.Tensor]) -> int:
