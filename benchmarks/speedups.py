@@ -153,10 +153,14 @@ def markdown(args: argparse.Namespace, table: list[Row], timings: list[Timing], 
         "",
         "Rows carried forward add their trick to every carried row above them. The rows marked *not carried "
         "forward* are measured on top of the last carried row only, and the rows after them leave them out: a "
-        "DataLoader worker and a second process compete for the machine's 2 cores with the training process and "
-        "with the other work on it, and compiling costs more than it saves on a run this short; their rows show "
-        "what each did here. Larger training batches mean fewer optimiser steps for the same epochs (ParlAI's table "
-        "has the same row): a change to the training, not only to its speed.",
+        "DataLoader worker competes for the core the training process uses, and compiling costs more than it "
+        "saves on a run this short. Two processes of one thread each use the second core that every other row "
+        "leaves to the machine's other work: the fastest row on a quiet machine (half its speed-up in CPU time), "
+        "on a busy one it lost; it is a choice of hardware, not a trick to stack. Their rows show what each did "
+        "here. Larger training batches mean fewer optimiser steps for the same epochs (ParlAI's table has the "
+        "same row): a change to the training, not only to its speed. Skipping generation in validation is the "
+        "framework's default (`metrics_for_best_model: ['loss']`); the baseline validates by generation and BLEU,"
+        " as TextBox's recipes do, so its row shows what the default saves.",
         "",
         "| trick | carried forward | train s | (compiling) | eval s | total s | CPU s | speed-up | speed-up (CPU) "
         "| added |",
