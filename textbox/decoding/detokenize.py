@@ -7,8 +7,9 @@ Writing the file is left to the caller: it needs every text in order first, and 
 milliseconds.
 
 The transformers engine detokenises on a worker thread (``BackgroundDetokenizer``), so that turning ids into text
-overlaps the generation of the next batch; the CTranslate2 engine decodes on its own worker, so it detokenises one
-call's outputs on the calling thread while the engine decodes the next (``detokenized``).
+overlaps the generation of the next batch; the CTranslate2 engine hands a process's whole shard to its engine in
+one call and detokenises the shard on the calling thread once the hypotheses are in (``detokenized``: one Rust
+call, no thread hand-offs).
 """
 from __future__ import annotations
 
