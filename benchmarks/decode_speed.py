@@ -96,7 +96,8 @@ def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_si
                    threads: int) -> Callable[[str, dict[str, Any]], list[str]]:
     """CTranslate2 called directly, as a user without the framework calls it: the model the framework converts
     (same cache), one translate_batch over every input with max_batch_size, the arguments the framework's mapping
-    gives for the settings (textbox.decoding.ctranslate2_settings: the same search), the best hypotheses
+    gives for the settings (textbox.decoding.ctranslate2_settings: the same search), the threads laid out as the
+    framework lays them (one one-thread worker per thread: benchmarks/ctranslate2_threads.py), the best hypotheses
     detokenised as the plain loop does. Loading the Translator is left out of the timing, as it is for the
     framework's cached engine; what the framework adds (its loader, the content hash that finds the cached
     conversion, a second search for the hypotheses an early_stopping=True search cut at a forced end token) is not
@@ -108,7 +109,8 @@ def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_si
     from textbox.decoding.detokenize import one_line
 
     path, _ = converted_model(model, tokenizer, CACHE_DIR, precision)
-    translator = ctranslate2.Translator(str(path), device="cpu", compute_type=precision, intra_threads=threads)
+    translator = ctranslate2.Translator(str(path), device="cpu", compute_type=precision, inter_threads=threads,
+                                        intra_threads=1)
     end = tokenizer.convert_ids_to_tokens([model.generation_config.eos_token_id])
 
     def decode(run_name: str, settings: dict[str, Any]) -> list[str]:
