@@ -17,9 +17,10 @@ strings: ids cross over through a memoised map (TokenMap, at the end of this mod
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from accelerate.utils import gather_object
@@ -112,6 +113,19 @@ def sampling_seed(seed: int, process_index: int) -> int:
     return int(np.random.SeedSequence([seed % 2**32, process_index]).generate_state(1)[0])
 
 
+@contextlib.contextmanager
+def _torch_threads_kept() -> Iterator[None]:
+    """torch's thread count as it was before decoding. Where torch was imported before CTranslate2, CTranslate2's
+    OpenMP calls bind to torch's runtime (textbox/pipeline/__init__.py) and a decode left torch on one thread: the
+    training after a validation ran on one core."""
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@_torch_threads_kept()
 @torch.no_grad()
 def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
                           description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:

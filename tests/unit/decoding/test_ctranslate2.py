@@ -130,7 +130,8 @@ def two_threads():
 def test_on_two_threads_batches_decode_side_by_side_and_sampling_keeps_its_seed(trained, pairs, tmp_path,
                                                                                  monkeypatch, two_threads):
     """On a CPU with 2 threads, beam search runs 2 one-thread workers (whole batches side by side) and gives
-    generate's outputs; sampling runs one worker on both threads, so that the same seed samples the same texts."""
+    generate's outputs; sampling runs one worker on both threads, so that the same seed samples the same texts.
+    torch keeps its 2 threads (this process imported torch first: a decode left it on one)."""
     from textbox.decoding import ctranslate2_engine
 
     loaded = []
@@ -144,6 +145,7 @@ def test_on_two_threads_batches_decode_side_by_side_and_sampling_keeps_its_seed(
     first = _decode(trained, pairs, tmp_path, sampled, "ctranslate2")
     assert loaded[-1].num_translators == 1
     assert _decode(trained, pairs, tmp_path, sampled, "ctranslate2") == first
+    assert torch.get_num_threads() == 2
 
 
 def test_the_pipeline_loads_ctranslate2_before_torch():
