@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import ctranslate2  # noqa: F401  before torch, as a run loads it (textbox/pipeline/__init__.py)
 from common import (CACHE_DIR, DEFAULT_DATA, add_threads_option, framework_config, median, print_json_line,
                     set_threads, write_doc_block)
 
