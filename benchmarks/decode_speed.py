@@ -211,12 +211,13 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
              f"rates: {warmups}.", "",
              f"Load average (1 min) during the rounds: {figures['load']}. *vs direct*: the framework's rate over "
              f"CTranslate2 called directly on the same converted model and inputs (one `translate_batch` with "
-             f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds, in "
-             f"examples per second of wall time and (CPU) per second of the process's CPU time, which other work "
-             f"on the machine disturbs less. Both sides have their engine loaded before the clock starts (the "
-             f"framework keeps one loaded engine, so alternating precisions would otherwise reload it inside its "
-             f"timed decodes only); the framework's loader is built once, as the evaluator keeps a split's loader, "
-             f"and read in every decode; its content hash of the weights runs in every decode.", "",
+             f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds (the median "
+             f"of the rounds' ratios), in examples per second of wall time and (CPU) per second of the process's "
+             f"CPU time, which other work on the machine disturbs less. Both sides have their engine loaded before "
+             f"the clock starts (the framework keeps one loaded engine, so alternating precisions would otherwise "
+             f"reload it inside its timed decodes only); the framework's loader is built once, as the evaluator "
+             f"keeps a split's loader, and read in every decode; its content hash of the weights runs in every "
+             f"decode.", "",
              "| engine | precision | beam | examples/s | vs plain loop | vs direct | vs direct (CPU) "
              "| outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -383,10 +384,11 @@ def main() -> None:
         for precision in ("float32", "int8"):
             ours, direct = _key(f"ct2_{precision}", run_name), _key(f"ct2_direct_{precision}", run_name)
             if ours + "examples_per_s" in figures and direct + "examples_per_s" in figures:
-                figures[ours + "vs_direct"] = round(figures[ours + "examples_per_s"] /
-                                                    figures[direct + "examples_per_s"], 3)
+                # round by round (a round's two decodes ran seconds apart), then the median of those ratios
                 pair = (f"ct2_{precision}", run_name), (f"ct2_direct_{precision}", run_name)
-                figures[ours + "vs_direct_cpu"] = round(median(cpu_rates[pair[0]]) / median(cpu_rates[pair[1]]), 3)
+                for suffix, measured in (("vs_direct", rates), ("vs_direct_cpu", cpu_rates)):
+                    figures[ours + suffix] = round(median([a / b for a, b in zip(measured[pair[0]],
+                                                                                 measured[pair[1]])]), 3)
     figures["ngram_blocking_ms_per_step"] = round(
         ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
     if args.write_doc:
