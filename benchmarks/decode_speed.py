@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import ctranslate2  # noqa: F401  before torch, as a run loads it (textbox/pipeline/__init__.py)
 from common import (CACHE_DIR, DEFAULT_DATA, add_threads_option, framework_config, median, print_json_line,
                     set_threads, write_doc_block)
 
@@ -96,7 +97,8 @@ def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_si
                    threads: int) -> Callable[[str, dict[str, Any]], list[str]]:
     """CTranslate2 called directly, as a user without the framework calls it: the model the framework converts
     (same cache), one translate_batch over every input with max_batch_size, the arguments the framework's mapping
-    gives for the settings (textbox.decoding.ctranslate2_settings: the same search), the best hypotheses
+    gives for the settings (textbox.decoding.ctranslate2_settings: the same search), the threads laid out as the
+    framework lays them (one one-thread worker per thread: benchmarks/ctranslate2_threads.py), the best hypotheses
     detokenised as the plain loop does. Loading the Translator is left out of the timing, as it is for the
     framework's cached engine; what the framework adds (its loader, the content hash that finds the cached
     conversion, a second search for the hypotheses an early_stopping=True search cut at a forced end token) is not
@@ -108,7 +110,8 @@ def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_si
     from textbox.decoding.detokenize import one_line
 
     path, _ = converted_model(model, tokenizer, CACHE_DIR, precision)
-    translator = ctranslate2.Translator(str(path), device="cpu", compute_type=precision, intra_threads=threads)
+    translator = ctranslate2.Translator(str(path), device="cpu", compute_type=precision, inter_threads=threads,
+                                        intra_threads=1)
     end = tokenizer.convert_ids_to_tokens([model.generation_config.eos_token_id])
 
     def decode(run_name: str, settings: dict[str, Any]) -> list[str]:
@@ -208,12 +211,13 @@ def write_doc(figures: dict[str, Any], rows: list[tuple[str, str, str]], command
              f"rates: {warmups}.", "",
              f"Load average (1 min) during the rounds: {figures['load']}. *vs direct*: the framework's rate over "
              f"CTranslate2 called directly on the same converted model and inputs (one `translate_batch` with "
-             f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds, in "
-             f"examples per second of wall time and (CPU) per second of the process's CPU time, which other work "
-             f"on the machine disturbs less. Both sides have their engine loaded before the clock starts (the "
-             f"framework keeps one loaded engine, so alternating precisions would otherwise reload it inside its "
-             f"timed decodes only); the framework's loader is built once, as the evaluator keeps a split's loader, "
-             f"and read in every decode; its content hash of the weights runs in every decode.", "",
+             f"`max_batch_size`, the framework's mapping of the settings), measured in the same rounds (the median "
+             f"of the rounds' ratios), in examples per second of wall time and (CPU) per second of the process's "
+             f"CPU time, which other work on the machine disturbs less. Both sides have their engine loaded before "
+             f"the clock starts (the framework keeps one loaded engine, so alternating precisions would otherwise "
+             f"reload it inside its timed decodes only); the framework's loader is built once, as the evaluator "
+             f"keeps a split's loader, and read in every decode; its content hash of the weights runs in every "
+             f"decode.", "",
              "| engine | precision | beam | examples/s | vs plain loop | vs direct | vs direct (CPU) "
              "| outputs identical | BLEU |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -380,10 +384,11 @@ def main() -> None:
         for precision in ("float32", "int8"):
             ours, direct = _key(f"ct2_{precision}", run_name), _key(f"ct2_direct_{precision}", run_name)
             if ours + "examples_per_s" in figures and direct + "examples_per_s" in figures:
-                figures[ours + "vs_direct"] = round(figures[ours + "examples_per_s"] /
-                                                    figures[direct + "examples_per_s"], 3)
+                # round by round (a round's two decodes ran seconds apart), then the median of those ratios
                 pair = (f"ct2_{precision}", run_name), (f"ct2_direct_{precision}", run_name)
-                figures[ours + "vs_direct_cpu"] = round(median(cpu_rates[pair[0]]) / median(cpu_rates[pair[1]]), 3)
+                for suffix, measured in (("vs_direct", rates), ("vs_direct_cpu", cpu_rates)):
+                    figures[ours + suffix] = round(median([a / b for a, b in zip(measured[pair[0]],
+                                                                                 measured[pair[1]])]), 3)
     figures["ngram_blocking_ms_per_step"] = round(
         ngram_blocking_ms(args.batch_size * args.num_beams, config.tgt_len, len(tokenizer)), 3)
     if args.write_doc:

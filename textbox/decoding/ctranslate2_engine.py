@@ -17,9 +17,10 @@ strings: ids cross over through a memoised map (TokenMap, at the end of this mod
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from accelerate.utils import gather_object
@@ -57,17 +58,26 @@ def _device(accelerator: Any) -> tuple[str, int]:
 
 
 def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int,
-                fresh: bool = False) -> Any:
-    """The Translator/Generator, kept for the next call on the same weights; ``fresh`` loads it anew (its
-    worker threads seed their random generators when they start: sampling needs new ones to follow the seed)."""
+                sampling: bool = False) -> Any:
+    """The Translator/Generator, kept for the next call on the same weights.
+
+    On a CPU, ``threads`` workers of one thread each decode batches side by side (``inter_threads``): a batch's
+    hypotheses do not depend on the worker that decodes it, and whole batches on separate cores outrun one batch's
+    matrix products split over them (docs/speedups.md, "Threads"). Sampling loads anew every time (its workers
+    seed their random generators when they start: they must follow the seed) with one worker whose matrix products
+    use the threads (``intra_threads``): with several, which worker draws for which batch would change the samples.
+    """
     import ctranslate2
 
-    key = (str(path), kind, device, device_index, compute, threads)
-    if fresh or key not in _loaded:
+    workers, threads_per_worker = (1, threads) if sampling else (threads, 1)
+    if device != "cpu":
+        workers, threads_per_worker = 1, 0
+    key = (str(path), kind, device, device_index, compute, workers, threads_per_worker)
+    if sampling or key not in _loaded:
         _loaded.clear()
         cls = ctranslate2.Translator if kind == "translator" else ctranslate2.Generator
         _loaded[key] = cls(str(path), device=device, device_index=device_index, compute_type=compute,
-                           intra_threads=threads if device == "cpu" else 0)
+                           inter_threads=workers, intra_threads=threads_per_worker)
     return _loaded[key]
 
 
@@ -90,7 +100,8 @@ def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineC
         import ctranslate2
 
         ctranslate2.set_random_seed(seed)
-    engine = load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(), fresh=seed is not None)
+    engine = load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(),
+                         sampling=seed is not None)
     return engine, path
 
 
@@ -102,6 +113,19 @@ def sampling_seed(seed: int, process_index: int) -> int:
     return int(np.random.SeedSequence([seed % 2**32, process_index]).generate_state(1)[0])
 
 
+@contextlib.contextmanager
+def _torch_threads_kept() -> Iterator[None]:
+    """torch's thread count as it was before decoding. Where torch was imported before CTranslate2, CTranslate2's
+    OpenMP calls bind to torch's runtime (textbox/pipeline/__init__.py) and a decode left torch on one thread: the
+    training after a validation ran on one core."""
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@_torch_threads_kept()
 @torch.no_grad()
 def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
                           description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:

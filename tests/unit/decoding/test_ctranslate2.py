@@ -118,6 +118,50 @@ def test_sampling_uses_the_seed_and_top_k_1_is_greedy(trained, pairs, tmp_path, 
     assert _decode(trained, pairs, tmp_path, {**sampled, "top_k": 1}, "ctranslate2") == greedy
 
 
+@pytest.fixture
+def two_threads():
+    """torch (and so the engine) on 2 threads for one test; the suite runs on 1 (tests/conftest.py)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_on_two_threads_batches_decode_side_by_side_and_sampling_keeps_its_seed(trained, pairs, tmp_path,
+                                                                                 monkeypatch, two_threads):
+    """On a CPU with 2 threads, beam search runs 2 one-thread workers (whole batches side by side) and gives
+    generate's outputs; sampling runs one worker on both threads, so that the same seed samples the same texts.
+    torch keeps its 2 threads (this process imported torch first: a decode left it on one)."""
+    from textbox.decoding import ctranslate2_engine
+
+    loaded = []
+    real_load = ctranslate2_engine.load_engine
+    monkeypatch.setattr(ctranslate2_engine, "load_engine",
+                        lambda *args, **kwargs: loaded.append(real_load(*args, **kwargs)) or loaded[-1])
+    beam = {"num_beams": 4, "early_stopping": True, "max_new_tokens": 10}
+    assert _decode(trained, pairs, tmp_path, beam, "ctranslate2") == _reference(trained, pairs, tmp_path, beam)
+    assert loaded[-1].num_translators == 2
+    sampled = {"do_sample": True, "top_k": 0, "temperature": 2.0, "max_new_tokens": 10}
+    first = _decode(trained, pairs, tmp_path, sampled, "ctranslate2")
+    assert loaded[-1].num_translators == 1
+    assert _decode(trained, pairs, tmp_path, sampled, "ctranslate2") == first
+    assert torch.get_num_threads() == 2
+
+
+def test_the_pipeline_loads_ctranslate2_before_torch():
+    """A run's process (config checks, then textbox.pipeline) loads CTranslate2 before torch: loaded after torch,
+    CTranslate2's OpenMP calls bind to torch's runtime and its threads ran several times slower
+    (textbox/pipeline/__init__.py)."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from textbox.checks import load_checked_config; load_checked_config([]); "
+              "assert 'torch' not in sys.modules; import textbox.pipeline; names = list(sys.modules); "
+              "print(names.index('ctranslate2') < names.index('torch'))")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "True"
+
+
 def test_sampling_reads_top_k_as_transformers_does(trained, pairs, tmp_path):
     """transformers samples from the 50 best tokens when top_k is unset (tests/unit/decoding/
     test_transformers_assumptions.py), CTranslate2 from all of them unless told: unset must mean 50 on both. A
