@@ -22,7 +22,7 @@ from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
 from textbox.studies.common.directory import create_study_directory, study_directory, study_logger
-from textbox.studies.common.engine import ENGINE_OPTIONS, check_engine
+from textbox.studies.common.study_engine import ENGINE_OPTIONS, check_study_engine
 from textbox.studies.common.tool_options import split_options, usage
 from textbox.studies.common.runner import Job, Outcome, Runner, run_jobs
 from textbox.studies.common.tables import markdown_table, plot_distributions, write_csv
@@ -84,7 +84,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
     if runner is None:
         from textbox.pipeline import run as runner
     options, run_keys = split_options(argv, STUDY_OPTIONS)
-    engine = check_engine(options, run_keys)
+    engine = check_study_engine(options, run_keys)
     base = load_checked_config((), run_keys)
     if base.resume:
         raise TextBoxUserError("run_multi_seed starts every seed afresh; --resume=True continues one run: use python "
@@ -110,7 +110,7 @@ def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult
         _write_seeds_csv(directory, [seed for seed in seeds if seed in outcomes], outcomes)
 
     if engine.name == "ray":
-        from textbox.studies.common.ray_engine import ray_session, run_jobs_on_ray
+        from textbox.studies.common.ray_study_engine import ray_session, run_jobs_on_ray
 
         with ray_session(engine):
             run_jobs_on_ray(job_list, finish, engine.resources, runner)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from textbox.config.schema import Key
 from textbox.studies.search.algorithms import ALGORITHMS
-from textbox.studies.common.engine import ENGINE_OPTIONS
+from textbox.studies.common.study_engine import ENGINE_OPTIONS
 from textbox.studies.common.tool_options import usage
 
 SEARCH_OPTIONS = [

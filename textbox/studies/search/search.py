@@ -29,7 +29,7 @@ from textbox.studies.search.store import SearchStore, TrialRecord, check_engine_
 from textbox.studies.search.summary import write_search_report
 from textbox.studies.search.trials import fit_key_types, trial_overrides
 from textbox.studies.common.directory import study_directory, study_logger
-from textbox.studies.common.engine import Engine, check_engine
+from textbox.studies.common.study_engine import StudyEngine, check_study_engine
 from textbox.studies.common.tool_options import split_options
 from textbox.studies.common.runner import Job, Outcome, Runner, execute, run_jobs
 from textbox.utils.atomic import write_text_atomic
@@ -64,7 +64,7 @@ class _SearchPlan:
 
     options: dict[str, Any]
     run_keys: dict[str, Any]
-    engine: Engine
+    engine: StudyEngine
     base: Config
     optimizer: Optimizer
     objective: Objective
@@ -83,7 +83,7 @@ def _plan(argv: list[str]) -> _SearchPlan:
     from textbox.studies.search.optimizer import Optimizer  # hyperopt loads only when a search really starts
 
     options, run_keys = split_options(argv, SEARCH_OPTIONS)
-    engine = check_engine(options, run_keys)
+    engine = check_study_engine(options, run_keys)
     if options["early_stop"] != "none" and engine.name != "ray":
         raise TextBoxUserError(f"--early_stop={options['early_stop']} needs --engine=ray (Tune's scheduler stops "
                                f"trials at their validations); the local engine runs every trial to its end: add "
@@ -127,7 +127,7 @@ def _run_trials(plan: _SearchPlan, recorder: TrialRecorder, runner: Runner) -> N
     """Every trial, on Ray Tune or on the local engine; a stop (Ctrl-C) says how to continue."""
     try:
         if plan.engine.name == "ray":
-            from textbox.studies.common.ray_engine import ray_session  # imports ray
+            from textbox.studies.common.ray_study_engine import ray_session  # imports ray
             from textbox.studies.search.tune_search import search_on_ray
 
             with ray_session(plan.engine):
@@ -187,7 +187,7 @@ def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, A
                            for problem in error.problems]) from None
 
 
-def _engine_text(engine: Engine, workers: int) -> str:
+def _engine_text(engine: StudyEngine, workers: int) -> str:
     if engine.name == "local":
         return f"workers={workers}"
     return f"engine=ray ({engine.address or 'local instance'}), {engine.resources} per trial"

@@ -26,7 +26,7 @@ from textbox.studies.search.objective import Objective
 from textbox.studies.search.optimizer import trial_seed
 from textbox.studies.search.store import trial_name
 from textbox.studies.search.trials import trial_overrides
-from textbox.studies.common.ray_engine import tune_resources
+from textbox.studies.common.ray_study_engine import tune_resources
 from textbox.studies.common.runner import Outcome, Runner, execute
 
 LOSS = "loss"  # what Tune minimises: -selection score, NaN for a failed trial

@@ -12,7 +12,7 @@ import run_hyper
 import run_multi_seed
 from tests.conftest import PROJECT_ROOT
 from textbox.config import ConfigError
-from textbox.studies.common.engine import DEFAULT_RESOURCES, check_engine
+from textbox.studies.common.study_engine import DEFAULT_RESOURCES, check_study_engine
 
 LOCAL = {"engine": "local", "ray_address": None, "trial_resources": None, "workers": 1}
 RAY = {**LOCAL, "engine": "ray"}
@@ -20,16 +20,16 @@ RAY = {**LOCAL, "engine": "ray"}
 
 def problems(options: dict, run_keys: dict | None = None) -> str:
     with pytest.raises(ConfigError) as caught:
-        check_engine(options, run_keys or {})
+        check_study_engine(options, run_keys or {})
     return str(caught.value)
 
 
 def test_the_default_is_the_local_engine_and_ray_defaults_to_one_cpu_per_run(monkeypatch):
-    assert check_engine(LOCAL, {}).name == "local"
+    assert check_study_engine(LOCAL, {}).name == "local"
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    engine = check_engine({**RAY, "ray_address": "127.0.0.1:6379"}, {})
+    engine = check_study_engine({**RAY, "ray_address": "127.0.0.1:6379"}, {})
     assert (engine.name, engine.address, engine.resources) == ("ray", "127.0.0.1:6379", DEFAULT_RESOURCES)
-    assert check_engine({**RAY, "trial_resources": {"cpu": 2, "gpu": 1}}, {}).resources == {"cpu": 2, "gpu": 1}
+    assert check_study_engine({**RAY, "trial_resources": {"cpu": 2, "gpu": 1}}, {}).resources == {"cpu": 2, "gpu": 1}
 
 
 def test_ray_options_with_the_local_engine_are_errors():
@@ -99,8 +99,8 @@ def test_a_ray_address_where_nothing_answers_is_refused_in_bounded_time():
     import time
 
     from textbox.config import TextBoxUserError
-    from textbox.studies.common.engine import Engine
-    from textbox.studies.common.ray_engine import ray_session
+    from textbox.studies.common.study_engine import StudyEngine
+    from textbox.studies.common.ray_study_engine import ray_session
 
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
         probe.bind(("127.0.0.1", 0))
@@ -108,6 +108,6 @@ def test_a_ray_address_where_nothing_answers_is_refused_in_bounded_time():
     started = time.monotonic()
     with pytest.raises(TextBoxUserError, match=f"--ray_address=127.0.0.1:{port}: nothing answers at "
                                                f"127.0.0.1:{port} within 10 s"):
-        with ray_session(Engine("ray", f"127.0.0.1:{port}", DEFAULT_RESOURCES)):
+        with ray_session(StudyEngine("ray", f"127.0.0.1:{port}", DEFAULT_RESOURCES)):
             pass
     assert time.monotonic() - started < 30

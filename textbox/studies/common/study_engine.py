@@ -1,7 +1,7 @@
 """Where a study's runs execute: --engine=local (this machine's processes, --workers) or --engine=ray.
 
 Only the options are checked here, before anything starts; nothing imports ray (--help and bad options
-stay fast and work without it). textbox/studies/common/ray_engine.py holds the Ray code itself.
+stay fast and work without it). textbox/studies/common/ray_study_engine.py holds the Ray code itself.
 """
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ ENGINE_OPTIONS = [
 
 
 @dataclass(frozen=True)
-class Engine:
+class StudyEngine:
     name: str  # "local" or "ray"
     address: str | None
     resources: dict[str, float]
 
 
-def check_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Engine:
+def check_study_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> StudyEngine:
     """The engine the options ask for; raise ConfigError naming every option that does not fit it."""
     name, address, resources = options["engine"], options["ray_address"], options["trial_resources"]
     problems = _launcher_problems(os.environ)
@@ -65,7 +65,7 @@ def check_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Engine:
         # started by a launcher, every process finds the same problems: the first prints them
         error.shown_elsewhere = os.environ.get("RANK", "0") not in ("", "0")  # type: ignore[attr-defined]
         raise error
-    return Engine(name, address, dict(resources or DEFAULT_RESOURCES))
+    return StudyEngine(name, address, dict(resources or DEFAULT_RESOURCES))
 
 
 def _launcher_problems(environ: Mapping[str, str]) -> list[str]:

@@ -16,12 +16,12 @@ from typing import Any, Callable, Iterator
 import ray
 
 from textbox.config import TextBoxUserError
-from textbox.studies.common.engine import Engine
+from textbox.studies.common.study_engine import StudyEngine
 from textbox.studies.common.runner import Job, Outcome, Runner, execute
 
 
 @contextlib.contextmanager
-def ray_session(engine: Engine) -> Iterator[None]:
+def ray_session(engine: StudyEngine) -> Iterator[None]:
     """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it."""
     os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")  # trials keep the driver's directory: relative paths hold
     try:
