@@ -1,17 +1,14 @@
-"""Efficient decoding on transformers 5's ``generate`` (the role FastSeq played for TextBox 2.0).
+"""Decoding: the model's outputs for validation, test and --input_file, on one of two engines (the role FastSeq
+played for TextBox 2.0).
 
-What transformers 5.23 already does, checked here (tests/unit/decoding): the encoder runs once per source under
-beam search, and n-gram blocking is vectorised. What the transformers path adds:
+- generate.py: the one door; every caller decodes through ``generate_sequences`` / ``generate_texts``;
+- engine.py: which engine decodes (CTranslate2 where the model converts and every setting maps, transformers'
+  ``generate`` otherwise), checked before the run starts and said in one log line;
+- ctranslate2_engine.py (with ctranslate2_cache, ctranslate2_calls, ctranslate2_settings): the converted model,
+  one call per shard, ``generate``'s settings mapped to the engine's arguments;
+- transformers_engine.py (with ngram_blocking): ``model.generate`` over length-sorted batches;
+- lengths.py and detokenize.py: what both engines share (generate's length bounds, ids to text in dataset order).
 
-- ngram_blocking: n-gram blocking that writes only the banned scores instead of copying the whole score matrix,
-  and leaves a decoder-only model's left padding out of the n-grams (an output no longer depends on its batch);
-- detokenize: detokenisation on a background thread while the next batch generates.
-
-Length-sorted, token-budget batches with outputs back in dataset order come from textbox.data.batching and
-textbox.decoding.generate; bf16 inference is ``--mixed_precision=bf16`` (generate runs under the accelerator's
-autocast). Every piece leaves the outputs unchanged: the tests compare them token for token with transformers'
-(with decoder-only n-gram blocking, with ``model.generate`` on each example alone).
-
-What was tried and retired (compiled decoding, cross-attention shared across beams), with its figures:
-docs/speedups.md.
+Both engines give ``generate``'s outputs for the settings they run (tests/unit/decoding compares them token for
+token); speed and what was tried and retired: docs/speedups.md.
 """

@@ -3,6 +3,11 @@ and setting (textbox.decoding.engine chooses it where CTranslate2 cannot decode)
 
 Decoder-only LMs (textbox.data.collate) generate from ``prompt_ids``, the source left-padded so that every prompt
 ends where generation continues; only the new tokens are kept.
+
+What transformers 5 already does is left to it (checked in tests/unit/decoding: the encoder runs once per source
+under beam search; bf16 is the accelerator's autocast, ``--mixed_precision=bf16``). What this engine adds: n-gram
+blocking that writes only the banned scores and leaves a decoder-only model's left padding out of the n-grams
+(ngram_blocking.py), and detokenisation on a background thread while the next batch generates (detokenize.py).
 """
 from __future__ import annotations
 
