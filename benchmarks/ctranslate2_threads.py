@@ -143,8 +143,8 @@ def doc_block(args: argparse.Namespace, speeds: dict[tuple[int, str], list[float
         f"thread) decoding {args.examples} test sources, max_batch_size {args.batch_size}, each case in a fresh "
         f"process where torch's matrix products ran on all threads first; outputs identical in every case. The "
         f"framework loads CTranslate2 before torch (textbox/pipeline/__init__.py), decodes greedy and beam searches "
-        f"with one one-thread worker per thread and samples with one worker on every thread (its samples follow the "
-        f"seed only with one worker).", "",
+        f"with one one-thread worker per thread and samples with one worker (its samples follow the seed only with "
+        f"one) on every thread, or on one where CTranslate2 was imported after torch.", "",
         *rows, "", END])
 
 

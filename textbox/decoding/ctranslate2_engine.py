@@ -18,6 +18,7 @@ strings: ids cross over through a memoised map (TokenMap, at the end of this mod
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -57,21 +58,37 @@ def _device(accelerator: Any) -> tuple[str, int]:
     return ("cuda", device.index or 0) if device.type == "cuda" else ("cpu", 0)
 
 
+def thread_layout(threads: int, sampling: bool) -> tuple[int, int]:
+    """(workers, threads per worker) for CTranslate2 on a CPU with ``threads`` threads.
+
+    Greedy and beam searches: one one-thread worker per thread (``inter_threads``), decoding whole batches side by
+    side: a batch's hypotheses do not depend on the worker that decodes it, and whole batches on separate cores
+    outrun one batch's matrix products split over them (docs/speedups.md, "Threads"). Sampling: one worker (with
+    several, which worker draws for which batch would change the samples), on every thread (``intra_threads``),
+    unless CTranslate2 shares torch's OpenMP runtime, where it runs faster on one.
+    """
+    if not sampling:
+        return threads, 1
+    return 1, 1 if shares_torch_openmp() else threads
+
+
+def shares_torch_openmp() -> bool:
+    """Whether this process imported CTranslate2 after torch: CTranslate2's OpenMP calls then went to the runtime
+    torch put in the global symbol scope (textbox/pipeline/__init__.py imports CTranslate2 first to avoid it)."""
+    names = list(sys.modules)  # in import order
+    return "torch" in names and "ctranslate2" in names and names.index("torch") < names.index("ctranslate2")
+
+
 def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int,
                 sampling: bool = False) -> Any:
     """The Translator/Generator, kept for the next call on the same weights.
 
-    On a CPU, ``threads`` workers of one thread each decode batches side by side (``inter_threads``): a batch's
-    hypotheses do not depend on the worker that decodes it, and whole batches on separate cores outrun one batch's
-    matrix products split over them (docs/speedups.md, "Threads"). Sampling loads anew every time (its workers
-    seed their random generators when they start: they must follow the seed) with one worker whose matrix products
-    use the threads (``intra_threads``): with several, which worker draws for which batch would change the samples.
+    Sampling loads anew every time: its workers seed their random generators when they start, and they must
+    follow the seed. On a CPU the threads are laid out by ``thread_layout``.
     """
     import ctranslate2
 
-    workers, threads_per_worker = (1, threads) if sampling else (threads, 1)
-    if device != "cpu":
-        workers, threads_per_worker = 1, 0
+    workers, threads_per_worker = thread_layout(threads, sampling) if device == "cpu" else (1, 0)
     key = (str(path), kind, device, device_index, compute, workers, threads_per_worker)
     if sampling or key not in _loaded:
         _loaded.clear()

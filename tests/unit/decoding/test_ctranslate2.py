@@ -130,7 +130,7 @@ def two_threads():
 def test_on_two_threads_batches_decode_side_by_side_and_sampling_keeps_its_seed(trained, pairs, tmp_path,
                                                                                  monkeypatch, two_threads):
     """On a CPU with 2 threads, beam search runs 2 one-thread workers (whole batches side by side) and gives
-    generate's outputs; sampling runs one worker on both threads, so that the same seed samples the same texts.
+    generate's outputs; sampling runs one worker, so that the same seed samples the same texts.
     torch keeps its 2 threads (this process imported torch first: a decode left it on one)."""
     from textbox.decoding import ctranslate2_engine
 
@@ -146,6 +146,21 @@ def test_on_two_threads_batches_decode_side_by_side_and_sampling_keeps_its_seed(
     assert loaded[-1].num_translators == 1
     assert _decode(trained, pairs, tmp_path, sampled, "ctranslate2") == first
     assert torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("first, sampling_layout", [("ctranslate2", (1, 2)), ("torch", (1, 1))])
+def test_sampling_runs_one_thread_where_ctranslate2_shares_torchs_openmp_runtime(first, sampling_layout):
+    """(workers, threads per worker) on 2 threads: searches always one one-thread worker per thread; sampling one
+    worker on both threads, or on one where CTranslate2 was imported after torch (its worker then ran at a quarter
+    of one thread's speed on 2: docs/speedups.md, "Threads")."""
+    import subprocess
+    import sys
+
+    second = "torch" if first == "ctranslate2" else "ctranslate2"
+    script = (f"import {first}, {second}; from textbox.decoding.ctranslate2_engine import thread_layout; "
+              f"print(thread_layout(2, sampling=True), thread_layout(2, sampling=False))")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == f"{sampling_layout} (2, 1)"
 
 
 def test_the_pipeline_loads_ctranslate2_before_torch():
