@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CACHE_DIR, DEFAULT_DATA, REPO, framework_config, median, print_json_line, write_doc_block
+from common import (CACHE_DIR, DEFAULT_DATA, REPO, framework_config, median, prepare_data_and_model,
+                    print_json_line, write_doc_block)
 
 DOC = REPO / "docs" / "speedups.md"
 BEGIN = "<!-- ctranslate2 threads: written by benchmarks/ctranslate2_threads.py -->"
@@ -81,19 +82,13 @@ def run_case(job: dict[str, Any]) -> dict[str, Any]:
 
 def sources_and_model(args: argparse.Namespace) -> tuple[list[list[str]], str, list[str]]:
     """The test sources as the framework tokenises them, the framework's float32 conversion, the end token."""
-    from textbox.data.readers import read_splits
-    from textbox.data.tokenize import tokenize_splits
     from textbox.decoding.ctranslate2_cache import converted_model
-    from textbox.model.build import build_model
 
     config = framework_config(args.data, model_path=str(args.model_path), quick_test=args.examples)
-    built = build_model(config, None)
-    split = read_splits(config, ["test"], log=lambda message: None)["test"]
-    test = tokenize_splits(config, {"test": split}, built.tokenizer, log=lambda message: None)["test"]
-    sources = [built.tokenizer.convert_ids_to_tokens(list(ids)) for ids in test["input_ids"]]
-    path, _ = converted_model(built.model, built.tokenizer, CACHE_DIR, "float32")
-    end = built.tokenizer.convert_ids_to_tokens([built.model.generation_config.eos_token_id])
-    return sources, str(path), end
+    model, tokenizer, tokenized, _ = prepare_data_and_model(config, ("test",))
+    sources = [tokenizer.convert_ids_to_tokens(list(ids)) for ids in tokenized["test"]["input_ids"]]
+    path, _ = converted_model(model, tokenizer, CACHE_DIR, "float32")
+    return sources, str(path), tokenizer.convert_ids_to_tokens([model.generation_config.eos_token_id])
 
 
 def main() -> None:
