@@ -50,6 +50,12 @@ def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None 
                           capture_output=True, text=True, timeout=timeout)
 
 
+def fresh_python_prints(script: str) -> str:
+    """What ``python -c script`` prints in a fresh interpreter (import order, what a module loads): stripped."""
+    return subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          check=True, timeout=120).stdout.strip()
+
+
 def run_in_process(args: list[str], cwd: Path) -> int:
     """run_textbox.py's arguments run by its own entry function in this process, in ``cwd``, with one thread as
     run_script gives; the exit code. For a test's reference runs, where a subprocess would only add the

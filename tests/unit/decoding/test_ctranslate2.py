@@ -18,6 +18,7 @@ from textbox.decoding.ctranslate2_cache import converted_model
 from textbox.decoding.detokenize import one_line
 from textbox.decoding.engine import DecodingOptions, choose_engine
 from textbox.decoding.generate import generate_sequences, generate_texts
+from tests.helpers import fresh_python_prints
 
 EXAMPLES = 120
 
@@ -153,28 +154,20 @@ def test_sampling_runs_one_thread_where_ctranslate2_shares_torchs_openmp_runtime
     """(workers, threads per worker) on 2 threads: searches always one one-thread worker per thread; sampling one
     worker on both threads, or on one where CTranslate2 was imported after torch (its worker then ran at a quarter
     of one thread's speed on 2: docs/speedups.md, "Threads")."""
-    import subprocess
-    import sys
-
     second = "torch" if first == "ctranslate2" else "ctranslate2"
     script = (f"import {first}, {second}; from textbox.decoding.ctranslate2_engine import thread_layout; "
               f"print(thread_layout(2, sampling=True), thread_layout(2, sampling=False))")
-    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert shown.stdout.strip() == f"{sampling_layout} (2, 1)"
+    assert fresh_python_prints(script) == f"{sampling_layout} (2, 1)"
 
 
 def test_the_pipeline_loads_ctranslate2_before_torch():
     """A run's process (config checks, then textbox.pipeline) loads CTranslate2 before torch: loaded after torch,
     CTranslate2's OpenMP calls bind to torch's runtime and its threads ran several times slower
     (textbox/pipeline/__init__.py)."""
-    import subprocess
-    import sys
-
     script = ("import sys; from textbox.checks import load_checked_config; load_checked_config([]); "
               "assert 'torch' not in sys.modules; import textbox.pipeline; names = list(sys.modules); "
               "print(names.index('ctranslate2') < names.index('torch'))")
-    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert shown.stdout.strip() == "True"
+    assert fresh_python_prints(script) == "True"
 
 
 def test_sampling_reads_top_k_as_transformers_does(trained, pairs, tmp_path):
