@@ -24,6 +24,12 @@ TINY_MODEL_ARGS = [
 _WORDS = "red green blue cat dog bird tree house river stone light dark small big old new".split()
 
 
+def missing_nltk_data(problem: str) -> bool:
+    """A config problem that is NLTK data this machine lacks (WordNet for meteor, the Punkt model for ROUGE-L over
+    Punkt sentences), not a fault of the configuration."""
+    return "metric 'meteor' needs NLTK's WordNet" in problem or "needs NLTK's punkt_tab data" in problem
+
+
 def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int = 0) -> Path:
     """A reverse-the-words task: learnable in seconds, with real line-per-example files."""
     rng = random.Random(seed)

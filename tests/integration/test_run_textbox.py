@@ -47,6 +47,10 @@ def test_the_closing_log_shows_test_examples_beside_their_references(trained_run
         assert f"[{index}] source:    {sources[index]}\n" in closing
         assert f"output:    {generations[index]}\n" in closing
     assert closing.index("output:") < closing.index("finished in")
+    results = json.loads((trained_run / "results.json").read_text())
+    for metric, details in results["metric_details"].items():  # how each figure was scored, after the table
+        assert f"scored: {metric} by {details['package']} {details['version']}: case " in closing
+    assert "|case:mixed|eff:no|tok:13a|" in closing  # sacrebleu's signature, as results.json has it
 
 
 def test_checkpoint_best_loads_with_auto_classes(trained_run: Path):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textbox.config.schema import SCHEMA
+
 RUN_CONFIG = "config.yaml"
 # The checkpoints a run writes (textbox/trainer/checkpoint.py): named here, where run directories are recognised.
 LAST_CHECKPOINT = "checkpoint_last"  # what --resume continues
@@ -40,9 +42,12 @@ RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test
                      "eval_max_tokens", "num_workers", "cpu_memory_reuse", "gpu_id", "find_unused_parameters",
                      "max_save",
                      "decode_compile", "decoding_backend", "decoding_precision", "input_file", "output_file",
-                     "show_examples", "cache_dir", "lower_evaluation", "bleu_max_ngrams", "bleu_tokenize",
-                     "rouge_max_ngrams", "rouge_use_stemmer", "distinct_max_ngrams", "novelty_max_ngrams",
-                     "bert_score_model_path", "bert_score_num_layers", "multiref_strategy")
+                     "show_examples", "cache_dir")
+# Options of the metrics (lower_evaluation, bleu_tokenize, rouge_sentence_split, ...) say how a figure is scored:
+# a resumed run may change them only while no generated figure chooses the best model. Otherwise the best score the
+# run saved would keep its old definition and be compared with scores of the new one.
+METRIC_OPTIONS = tuple(key.name for key in SCHEMA.values() if key.group == "metrics")
+OPTION_FREE_FIGURES = ("loss", "perplexity")  # validation figures no metric option changes
 
 
 def holds_run(path: str | Path | None) -> bool:
@@ -130,15 +135,25 @@ def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], trainin
 def resume_changes(values: dict[str, Any], sources: dict[str, str], layer: RunLayer, where: Any) -> list[str]:
     """Every key this command changes in a resumed run that it may not change."""
     problems = []
+    chosen_by = [str(figure) for figure in values.get("metrics_for_best_model", ())]
+    scored_choice = [figure for figure in chosen_by if figure.lower() not in OPTION_FREE_FIGURES]
     for key, saved in layer.saved.items():
         if key in RUN_IDENTITY or key in RESUME_MAY_CHANGE or key not in values:
             continue
         now = values[key]
         if isinstance(now, tuple):
             now = list(now)
-        if now != saved and sources.get(key) != layer.origin:
-            problems.append(f"{where(key)}={values[key]!r} differs from {saved!r} in the run being resumed "
-                            f"({layer.origin}): a resumed run keeps its model, data and optimiser settings; drop it "
-                            f"(or start a new run). A resume may change only "
-                            f"{', '.join(RESUME_MAY_CHANGE[:6])} and other reporting keys")
+        if now == saved or sources.get(key) == layer.origin:
+            continue
+        if key in METRIC_OPTIONS:
+            if scored_choice:
+                problems.append(f"{where(key)}={values[key]!r} differs from {saved!r} in the run being resumed "
+                                f"({layer.origin}): it changes how {', '.join(scored_choice)} (metrics_for_best_model)"
+                                f" is scored, and the best score the run saved would keep its old definition; drop "
+                                f"it (or start a new run)")
+            continue
+        problems.append(f"{where(key)}={values[key]!r} differs from {saved!r} in the run being resumed "
+                        f"({layer.origin}): a resumed run keeps its model, data and optimiser settings; drop it "
+                        f"(or start a new run). A resume may change only {', '.join(RESUME_MAY_CHANGE[:6])} and "
+                        f"other reporting keys, and the metrics' options while the loss chooses the best model")
     return problems

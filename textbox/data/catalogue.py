@@ -121,12 +121,14 @@ def _unpack(archive: Path, staging: Path, swap: bool) -> None:
 
 
 def render_table(config_dir: str | Path) -> str:
-    """docs/datasets.md's table: every catalogue entry under config_dir/dataset with its settings and source."""
+    """docs/datasets.md's table: every catalogue entry under config_dir/dataset with its settings and source, the
+    scoring and decoding it carries (TextBox 2.0's), the flags that give the field's standard figures instead, and
+    what still differs from TextBox 2.0."""
     from textbox.utils import yaml_numbers
 
-    lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy; the original) | settings | licence | differs from "
-             "TextBox 2.0 |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy; the original) | settings | scoring and decoding "
+             "(TextBox 2.0's) | the field's standard figures | licence | still differs from TextBox 2.0 |",
+             "|---|---|---|---|---|---|---|---|"]
     for path in sorted((Path(config_dir) / "dataset").glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         values = yaml_numbers.load(text) or {}
@@ -134,12 +136,10 @@ def render_table(config_dir: str | Path) -> str:
         if not entry:
             continue
         swap = " (sides swapped)" if entry.get("swap") else ""
-        decoding = values.get("generation_kwargs")
         settings = [f"src_len {values.get('src_len')}, tgt_len {values.get('tgt_len')}",
                     f"metrics {', '.join(values.get('metrics', []))}",
                     f"best by {' + '.join(values.get('metrics_for_best_model', []))}",
-                    *([f"prompt '{values['prefix_prompt'].strip()}'"] if values.get("prefix_prompt") else []),
-                    *([f"decoding {decoding}"] if decoding else [])]
+                    *([f"prompt '{values['prefix_prompt'].strip()}'"] if values.get("prefix_prompt") else [])]
         notes = [line.removeprefix("# Note: ") for line in text.splitlines() if line.startswith("# Note: ")]
         original = entry.get("original")
         if original:
@@ -147,5 +147,41 @@ def render_table(config_dir: str | Path) -> str:
             swap += (f"; original (--data_format=hub): `{original['hub']}`{subset}, {original['source']} -> "
                      f"{original['target']}, licence {original['licence']}")
         lines.append(f"| `{path.stem}` | {entry.get('task', '')} | `{entry['repo']}` `{entry['file']}`{swap} | "
-                     f"{'; '.join(settings)} | {entry.get('licence', '')} | {' '.join(notes) or '-'} |")
+                     f"{'; '.join(settings)} | {_scoring(values)} | {_standard(values)} | "
+                     f"{entry.get('licence', '')} | {' '.join(notes) or '-'} |")
     return "\n".join(lines)
+
+
+_CASED_METRICS = ("bleu", "chrf", "chrf+", "chrf++", "ter", "self_bleu")  # their figures change with case
+_SPLITS = {"period": "ROUGE-L over files2rouge's sentences (' . ' of NLTK tokens)",
+           "punkt": "ROUGE-L over Punkt sentences", "newline": "ROUGE-L over lines"}
+
+
+def _scoring(values: dict[str, Any]) -> str:
+    """The scoring and decoding keys an entry sets, in words."""
+    metrics = values.get("metrics", [])
+    said = ["lower-cased" if values.get("lower_evaluation") else "cased"]
+    if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "none":
+        said.append(_SPLITS[values["rouge_sentence_split"]])
+    if "cider" in metrics:
+        said.append("CIDEr on NLTK tokens" if values.get("coco_tokenize") == "nltk" else "CIDEr on PTB tokens")
+    decoding = values.get("generation_kwargs") or {}
+    if decoding.get("do_sample"):
+        said.append(f"sampling (top-p {decoding.get('top_p')}, temperature {decoding.get('temperature')})")
+    elif decoding:
+        said.append(f"beam {decoding.get('num_beams', 1)}, no repeated {decoding.get('no_repeat_ngram_size')}-gram"
+                    + (", early stopping" if decoding.get("early_stopping") else ""))
+    return "; ".join(said)
+
+
+def _standard(values: dict[str, Any]) -> str:
+    """The flags that turn an entry's figures into the field's standard ones (or that they are already)."""
+    metrics = values.get("metrics", [])
+    flags = []
+    if values.get("lower_evaluation") and set(metrics) & set(_CASED_METRICS):
+        flags.append("`--lower_evaluation=False` (cased BLEU, as sacrebleu's default)")
+    if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "punkt":
+        flags.append("`--rouge_sentence_split=punkt` (ROUGE-Lsum as Hugging Face's run_summarization)")
+    if "cider" in metrics and values.get("coco_tokenize") == "nltk":
+        flags.append("`--coco_tokenize=ptb` (coco-caption's CIDEr)")
+    return "; ".join(flags) or "the same"

@@ -62,9 +62,19 @@ def log_summary(logger: logging.Logger, results: dict[str, Any], examples: str =
         return
     lines = ["", f"{'split':<6} {'figure':<14} {'value':>10}"]
     lines += [f"{split:<6} {name:<14} {value:>10.4f}" for split, name, value in rows]
+    lines += scoring_lines(results.get("metric_details") or {})
     if examples:
         lines += ["", examples, ""]
     logger.info("\n".join(lines) + f"\nfinished in {results['seconds']} s; outputs in {results['run_dir']}")
+
+
+def scoring_lines(details: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per metric saying how its figures were computed (results.json's metric_details in words)."""
+    lines = []
+    for metric, fields in details.items():
+        settings = "; ".join(f"{key} {value}" for key, value in fields.items() if key not in ("package", "version"))
+        lines.append(f"scored: {metric} by {fields.get('package')} {fields.get('version')}: {settings}")
+    return lines
 
 
 # --- test examples ----------------------------------------------------------------------------------------------------

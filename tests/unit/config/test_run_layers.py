@@ -58,6 +58,23 @@ def test_a_resume_that_changes_the_model_data_or_optimiser_is_refused(tmp_path, 
                  f"--data_path={data_dir}"])
 
 
+def test_a_resume_may_change_how_figures_are_scored_only_while_the_loss_chooses_the_best_model(tmp_path, data_dir):
+    """The best score a run saved keeps the definition it was scored with: a resumed run that rescored it another
+    way would keep a checkpoint the uninterrupted run would not."""
+    saved = tmp_path / "saved"
+    write_run(saved / "by_bleu", f"--data_path={data_dir}", "--metrics=['bleu']", "--metrics_for_best_model=['bleu-4']")
+    with pytest.raises(ConfigError) as caught:
+        load_config(["--resume=True", "--filename=by_bleu", f"--saved_dir={saved}", "--bleu_max_ngrams=1",
+                     "--lower_evaluation=True"])
+    text = str(caught.value)
+    assert "--bleu_max_ngrams=1 differs from 4 in the run being resumed" in text and "changes how bleu-4" in text
+    assert "--lower_evaluation=True differs from False" in text
+    write_run(saved / "by_loss", f"--data_path={data_dir}", "--metrics=['bleu']")
+    config = load_config(["--resume=True", "--filename=by_loss", f"--saved_dir={saved}", "--bleu_max_ngrams=1",
+                          "--rouge_sentence_split=period"])
+    assert config.bleu_max_ngrams == 1 and config.rouge_sentence_split == "period"
+
+
 def test_resuming_a_missing_run_is_reported_before_anything_runs(tmp_path):
     with pytest.raises(ConfigError, match="--resume=True: run directory .*nope does not exist"):
         load_config(["--resume=True", "--filename=nope", f"--saved_dir={tmp_path}"])

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
+from tests.helpers import missing_nltk_data
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.loader import resolve_config
@@ -22,10 +23,6 @@ from textbox.data.catalogue import render_table
 
 CONFIGS = PROJECT_ROOT / "configs"
 ENTRIES = sorted(path.stem for path in (CONFIGS / "dataset").glob("*.yaml") if path.stem not in BUILTIN_DATASETS)
-
-
-def _meteor_without_wordnet(problem: str) -> bool:
-    return "metric 'meteor' needs NLTK's WordNet" in problem  # a resource of this machine, not of the entry
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.rglob("*.yaml")), ids=lambda path: str(path.relative_to(CONFIGS)))
@@ -45,10 +42,28 @@ def test_every_catalogue_entry_validates_on_a_local_copy(name: str, data_dir: Pa
         config = load_checked_config([f"--dataset={name}", f"--data_path={data_dir}", "--model=bart",
                                       "--model_path=facebook/bart-base"])
     except ConfigError as error:
-        assert all(_meteor_without_wordnet(problem) for problem in error.problems), error.problems
+        assert all(missing_nltk_data(problem) for problem in error.problems), error.problems
         return
     assert config.catalogue["repo"].startswith("RUCAIBox/") and config.catalogue["file"].endswith(".tgz")
     assert config.metrics and config.metrics_for_best_model
+
+
+SAMPLING = {"num_beams": 1, "do_sample": True, "top_p": 0.9, "temperature": 0.7}  # TextBox 2.0's story generation
+TEXTBOX_DECODING = {"num_beams": 5, "no_repeat_ngram_size": 3, "early_stopping": True}  # its overall.yaml
+TEXTBOX_ROUGE_SPLIT = {  # files2rouge (its default rouge_type) -> period; rouge-score -> punkt; the others split none
+    **dict.fromkeys(("cnndm", "samsum", "xsum"), "period"),
+    **dict.fromkeys(("dart", "e2e", "sgd", "totto", "webnlg2", "wia", "wle"), "punkt")}
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_every_entry_scores_and_decodes_as_textbox_did(name: str, data_dir: Path):
+    config = resolve_config([f"--dataset={name}", f"--data_path={data_dir}"]).config
+    assert config.lower_evaluation is not name.startswith("gyafc")  # its style-transfer yamls keep case
+    assert config.generation_kwargs == (SAMPLING if name in ("cmv", "roc", "wikip", "wp") else TEXTBOX_DECODING)
+    if "rouge" in config.metrics:
+        assert config.rouge_sentence_split == TEXTBOX_ROUGE_SPLIT.get(name, "none")
+    if "cider" in config.metrics:
+        assert config.coco_tokenize == "nltk"
 
 
 def test_docs_datasets_md_is_the_catalogue():

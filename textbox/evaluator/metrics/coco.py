@@ -1,9 +1,10 @@
-"""CIDEr-D and SPICE from pycocoevalcap (the MS-COCO caption evaluation code), as TextBox 2.0 computed them.
+"""CIDEr-D and SPICE from pycocoevalcap (the MS-COCO caption evaluation code), on the words their reference uses.
 
-pycocoevalcap's CIDEr scorer is pure Python on tokenised text; its PTB tokenizer (Java) is not used: texts are
-lower-cased by lower_evaluation as every metric, and split on whitespace. CIDEr is reported x10, TextBox 2.0's and
-the CommonGen leaderboard's scale. SPICE runs a Java program that needs Stanford CoreNLP 3.6.0's jars, which
-pycocoevalcap downloads on first use: without them (offline) it is refused before anything runs.
+coco-caption (and CommonGen's official evaluation) tokenises every text with Stanford's PTBTokenizer, lower-cased,
+punctuation dropped, before scoring; TextBox 2.0 gave them NLTK's word tokens instead (``coco_tokenize`` chooses;
+textbox/evaluator/metrics/tokens.py). CIDEr is reported x10, TextBox 2.0's and the CommonGen leaderboard's scale.
+SPICE runs a Java program that needs Stanford CoreNLP 3.6.0's jars, which pycocoevalcap downloads on first use:
+without them (offline) it is refused before anything runs.
 """
 from __future__ import annotations
 
@@ -13,19 +14,24 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.tokens import missing_ptb, ptb_words, textbox_words
 
 _INSTALL = "pip install pycocoevalcap (or pip install -e '.[coco]')"
 _CORENLP = "stanford-corenlp-3.6.0.jar"
+TOKENIZE = {"ptb": "coco-caption's: Stanford PTBTokenizer, lower-cased, punctuation dropped",
+            "nltk": "TextBox 2.0's: NLTK word tokens, punctuation kept"}
 
 
-def missing_pycocoevalcap() -> str | None:
-    """Why cider cannot run here, or None."""
+def missing_pycocoevalcap(options: Mapping[str, Any]) -> str | None:
+    """Why cider cannot run here (the package; Java for coco-caption's tokenizer), or None."""
     if importlib.util.find_spec("pycocoevalcap") is None:
         return f"metric 'cider' needs pycocoevalcap, which is not installed: {_INSTALL}"
+    if options["coco_tokenize"] == "ptb" and (missing := missing_ptb()):
+        return f"metric 'cider' with coco_tokenize='ptb': {missing}; or give --coco_tokenize=nltk (TextBox 2.0's)"
     return None
 
 
-def missing_spice() -> str | None:
+def missing_spice(options: Mapping[str, Any]) -> str | None:
     """Why SPICE cannot run here (package, Java, CoreNLP jars), or None."""
     spec = importlib.util.find_spec("pycocoevalcap")
     if spec is None:
@@ -41,10 +47,24 @@ def missing_spice() -> str | None:
     return None
 
 
-def _corpus(inputs: MetricInputs) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
-    references = {index: [" ".join(text.split()) for text in refs] for index, refs in enumerate(inputs.references)}
-    hypotheses = {index: [" ".join(text.split())] for index, text in enumerate(inputs.hypotheses)}
+def _words(texts: list[str], tokenize: str) -> list[str]:
+    if tokenize == "ptb":
+        return [" ".join(words) for words in ptb_words(texts)]
+    return [" ".join(textbox_words(text)) for text in texts]
+
+
+def _corpus(inputs: MetricInputs, tokenize: str) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    """pycocoevalcap's input: {example: [tokenised references]}, {example: [tokenised output]}."""
+    flat = [text for refs in inputs.references for text in refs]
+    words = iter(_words(flat + list(inputs.hypotheses), tokenize))  # one tokenizer call (one Java start)
+    references = {index: [next(words) for _ in refs] for index, refs in enumerate(inputs.references)}
+    hypotheses = {index: [next(words)] for index in range(len(inputs.hypotheses))}
     return references, hypotheses
+
+
+def _details(options: Mapping[str, Any], **settings: Any) -> dict[str, Any]:
+    tokenize = options["coco_tokenize"]
+    return package_details("pycocoevalcap", tokenize=f"{tokenize} ({TOKENIZE[tokenize]})", **settings)
 
 
 def cider(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
@@ -52,14 +72,13 @@ def cider(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     references of this corpus), x10."""
     from pycocoevalcap.cider.cider import Cider
 
-    score, _ = Cider().compute_score(*_corpus(inputs))
-    return MetricResult({"cider": 10 * float(score)},
-                        package_details("pycocoevalcap", tokenize="whitespace", scale="x10 (TextBox 2.0)"))
+    score, _ = Cider().compute_score(*_corpus(inputs, options["coco_tokenize"]))
+    return MetricResult({"cider": 10 * float(score)}, _details(options, scale="x10 (TextBox 2.0)"))
 
 
 def spice(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """SPICE (Anderson et al. 2016) F-score, in percent."""
     from pycocoevalcap.spice.spice import Spice
 
-    score, _ = Spice().compute_score(*_corpus(inputs))
-    return MetricResult({"spice": 100 * float(score)}, package_details("pycocoevalcap", tokenize="whitespace"))
+    score, _ = Spice().compute_score(*_corpus(inputs, options["coco_tokenize"]))
+    return MetricResult({"spice": 100 * float(score)}, _details(options))

@@ -14,7 +14,7 @@ MISSING_WORDNET = (
 )
 
 
-def missing_wordnet() -> str | None:
+def missing_wordnet(options: Mapping[str, Any] | None = None) -> str | None:
     """Why METEOR cannot run here (WordNet is not where NLTK looks), or None; cheap: it finds, not loads."""
     import nltk
 

@@ -32,8 +32,9 @@ class Metric:
     goal: Goal = "max"  # "min": lower is better; None: no better direction (lengths)
     needs_sources: bool = False
     needs_loss: bool = False
-    # A function of the metric's module returning what it lacks on this machine (data files, packages), or None;
-    # asked before anything is built, so that a missing resource never surfaces after training.
+    # A function of the metric's module returning what it lacks on this machine under the run's options (data
+    # files, packages, Java), or None; asked before anything is built, so that a missing resource never surfaces
+    # after training.
     resources: str | None = None
 
 
@@ -47,7 +48,8 @@ _METRICS: dict[str, Metric] = {
     "chrf++": Metric("sacrebleu_metrics", "chrf_plus_plus", lambda o: ["chrf++"], "sacrebleu chrF++"),
     "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min"),
     "rouge": Metric("rouge", "rouge", lambda o: list(rouge_figures(o["rouge_max_ngrams"])),
-                    "rouge-score F-measures: rouge-1..N, rouge-l, rouge-lsum"),
+                    "rouge-score F-measures: rouge-1..N, rouge-l, rouge-lsum (rouge_sentence_split), rouge-w",
+                    resources="missing_resources"),
     "meteor": Metric("meteor", "meteor", lambda o: ["meteor"], "NLTK METEOR (needs WordNet data)",
                      resources="missing_wordnet"),
     "bert_score": Metric("bertscore", "bert_score",
@@ -63,11 +65,11 @@ _METRICS: dict[str, Metric] = {
                       "percent of output n-grams not in the source", needs_sources=True),
     "em": Metric("squad", "exact_match", lambda o: ["em"], "SQuAD exact match"),
     "qa": Metric("squad", "qa", lambda o: ["em", "f1"], "SQuAD em and f1 (TextBox's qa; multiref_strategy)"),
-    "cider": Metric("coco", "cider", lambda o: ["cider"], "pycocoevalcap CIDEr-D, x10",
+    "cider": Metric("coco", "cider", lambda o: ["cider"], "pycocoevalcap CIDEr-D on coco_tokenize's words, x10",
                     resources="missing_pycocoevalcap"),
     "spice": Metric("coco", "spice", lambda o: ["spice"], "pycocoevalcap SPICE (Java, CoreNLP)",
                     resources="missing_spice"),
-    "nist": Metric("nist", "nist", lambda o: ["nist"], "NLTK corpus NIST (n=5)"),
+    "nist": Metric("nist", "nist", lambda o: ["nist"], "mteval-v13a NIST (n=5, case-insensitive)"),
     "f1": Metric("squad", "f1", lambda o: ["f1"], "SQuAD token F1"),
     "length": Metric("length", "length", lambda o: ["length-hyp", "length-ref", "length-ratio"],
                      "mean output and reference lengths and their ratio", goal=None),
@@ -136,7 +138,7 @@ def option_problems(names: Sequence[str], options: Options,
     for name in sorted(selected & set(_METRICS)):
         if _METRICS[name].resources is not None:
             module = importlib.import_module(f"{__package__}.{_METRICS[name].module}")
-            missing = getattr(module, _METRICS[name].resources)()
+            missing = getattr(module, _METRICS[name].resources)(settings)
             if missing:
                 problems.append(f"{where('metrics')}: {missing}")
     if "bert_score" in selected:
@@ -213,7 +215,8 @@ def compute_metrics(names: Sequence[str], hypotheses: list[str], references: lis
     for name in dict.fromkeys(name.lower() for name in names):
         result = _run(name, _METRICS[name], inputs, settings)
         report.scores.update(result.scores)
-        report.details[name] = result.details
+        report.details[name] = {"case": "lower-cased (lower_evaluation)" if settings["lower_evaluation"] else
+                                "as written", **result.details}  # a metric that sets its own case says so
     return report
 
 

@@ -58,3 +58,55 @@ def test_max_ngrams_and_stemming_options():
     expected = 100 * mean(scorer.score(refs[0], hyp)["rouge1"].fmeasure for hyp, refs in zip(HYPOTHESES, SINGLE))
     assert result.scores["rouge-1"] == pytest.approx(expected)
     assert result.scores["rouge-1"] < rouge(MetricInputs(HYPOTHESES, SINGLE), DEFAULTS).scores["rouge-1"]
+
+
+# Summaries of several sentences, as SAMSum's and CNN/DM's are: ROUGE-L depends on how they are split.
+SENTENCES = [["Amanda baked cookies.", "She will bring Jerry some tomorrow."],
+             ["Hannah needs Betty's number.", "Larry called her last time they were at the park together."]]
+REFERENCE_SENTENCES = [["Jerry will get some cookies tomorrow.", "Amanda baked them."],
+                       ["Larry called Betty last time.", "Hannah is looking for Betty's number."]]
+
+
+def _files2rouge_text(sentences: list[str]) -> str:
+    """What TextBox 2.0 gave ROUGE-1.5.5: NLTK's tokens of each sentence, lines split at ' . ' (files2rouge)."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    tokenized = " ".join(" ".join(NLTKWordTokenizer().tokenize(sentence.lower())) for sentence in sentences)
+    return tokenized.replace(" . ", " .\n")
+
+
+def test_rouge_l_with_textbox_splitting_is_rouge_lsum_over_files2rouges_sentences():
+    hypotheses = [" ".join(sentences) for sentences in SENTENCES]
+    references = [[" ".join(sentences)] for sentences in REFERENCE_SENTENCES]
+    options = {**DEFAULTS, "rouge_sentence_split": "period"}
+    result = rouge(MetricInputs([h.lower() for h in hypotheses], [[r.lower() for r in refs] for refs in references]),
+                   options)
+    scorer = RougeScorer(["rouge1", "rouge2", "rougeLsum"], use_stemmer=True)
+    expected = [scorer.score(_files2rouge_text(refs), _files2rouge_text(hyp))
+                for hyp, refs in zip(SENTENCES, REFERENCE_SENTENCES)]
+    assert result.scores["rouge-l"] == pytest.approx(100 * mean(e["rougeLsum"].fmeasure for e in expected))
+    assert result.scores["rouge-lsum"] == result.scores["rouge-l"]
+    assert result.scores["rouge-1"] == pytest.approx(100 * mean(e["rouge1"].fmeasure for e in expected))
+    unsplit = rouge(MetricInputs(hypotheses, references), DEFAULTS).scores["rouge-l"]
+    assert result.scores["rouge-l"] > unsplit + 1  # one LCS over the whole text misses the second sentences
+    assert "files2rouge" in result.details["rouge_l"] and result.details["sentence_split"] == "period"
+
+
+def test_rouge_l_with_punkt_splitting_is_rouge_scores_split_summaries(punkt_model):
+    hypotheses = ["Mr. Smith baked cookies. He will bring some tomorrow.", "The park is closed. Go home."]
+    references = [["Mr. Smith will bring cookies tomorrow. He baked them."], ["Go home. The park closed."]]
+    result = rouge(MetricInputs(hypotheses, references), {**DEFAULTS, "rouge_sentence_split": "punkt"})
+    scorer = RougeScorer(["rougeLsum"], use_stemmer=True, split_summaries=True)
+    expected = mean(scorer.score(refs[0], hyp)["rougeLsum"].fmeasure for hyp, refs in zip(hypotheses, references))
+    assert result.scores["rouge-l"] == pytest.approx(100 * expected)
+
+
+def test_punkt_splitting_without_nltks_data_is_refused_before_anything_runs(monkeypatch):
+    import nltk
+
+    from textbox.evaluator.metrics.registry import metric_problems
+
+    monkeypatch.setattr(nltk.data, "path", [])
+    problems = metric_problems(["rouge"], {"rouge_sentence_split": "punkt"})
+    assert len(problems) == 1 and "punkt_tab" in problems[0] and "nltk.downloader" in problems[0]
+    assert metric_problems(["rouge"], {"rouge_sentence_split": "period"}) == []

@@ -1,12 +1,14 @@
-"""TextBox 2.0's metrics, each equal to its reference implementation: chrf+, rouge-w, qa, cider, nist; spice and
-multiwoz refused before anything runs, saying why."""
+"""TextBox 2.0's metrics, each equal to its reference implementation: chrf+, rouge-w, qa, cider (coco-caption's
+and TextBox 2.0's tokens), nist (mteval-v13a's); spice and multiwoz refused before anything runs, saying why."""
 from __future__ import annotations
 
+import shutil
 import sys
 import types
 
 import pytest
 
+from textbox.config.schema import DEFAULTS
 from textbox.evaluator.metrics.registry import compute_metrics, metric_problems
 
 HYPOTHESES = ["a cat sat on the mat today", "the dog runs to the park", "Hello, World! 42 times.", "x y z"]
@@ -54,27 +56,111 @@ def test_qa_is_em_and_f1_with_textbox_multiref_strategies():
     assert scores["f1"] == pytest.approx(100 * sum(expected) / len(expected))
 
 
-def test_cider_is_pycocoevalcaps_cider_d_times_ten():
-    cider = pytest.importorskip("pycocoevalcap.cider.cider")
-    expected, _ = cider.Cider().compute_score({i: refs for i, refs in enumerate(REFERENCES)},
-                                              {i: [" ".join(h.split())] for i, h in enumerate(HYPOTHESES)})
-    assert compute_metrics(["cider"], HYPOTHESES, REFERENCES).scores["cider"] == pytest.approx(10 * expected)
-    same = compute_metrics(["cider"], ["a cat sat on the mat", "a dog"], [["a cat sat on the mat"], ["a dog"]])
-    assert same.scores["cider"] > compute_metrics(["cider"], ["a dog", "a cat"], [["a cat sat on the mat"],
-                                                                                  ["a dog"]]).scores["cider"]
+def _coco_cider(references, hypotheses):
+    """coco-caption's own pipeline: pycocoevalcap's PTBTokenizer (Java), then its Cider, x10."""
+    tokenizer = pytest.importorskip("pycocoevalcap.tokenizer.ptbtokenizer")
+    from pycocoevalcap.cider.cider import Cider
+
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime here for coco-caption's PTB tokenizer")
+    ptb = tokenizer.PTBTokenizer()
+    refs = ptb.tokenize({i: [{"caption": r} for r in refs] for i, refs in enumerate(references)})
+    hyps = ptb.tokenize({i: [{"caption": h}] for i, h in enumerate(hypotheses)})
+    return 10 * Cider().compute_score(refs, hyps)[0]
 
 
-def test_nist_is_nltks_corpus_nist():
+def test_cider_equals_coco_caption_with_its_ptb_tokenizer(shared_dataset):
+    assert compute_metrics(["cider"], HYPOTHESES, REFERENCES).scores["cider"] == pytest.approx(
+        _coco_cider(REFERENCES, HYPOTHESES))
+    # CommonGen as its official evaluation scores it: each concept set's first reference against the others
+    folder = shared_dataset("commongen")
+    sources = (folder / "valid.src").read_text(encoding="utf-8").splitlines()[:400]
+    targets = (folder / "valid.tgt").read_text(encoding="utf-8").splitlines()[:400]
+    groups: dict[str, list[str]] = {}
+    for source, target in zip(sources, targets):
+        groups.setdefault(source, []).append(target)
+    sets = [texts for texts in groups.values() if len(texts) > 1]
+    hypotheses, references = [texts[0] for texts in sets], [texts[1:] for texts in sets]
+    ours = compute_metrics(["cider"], hypotheses, references).scores["cider"]
+    assert ours == pytest.approx(_coco_cider(references, hypotheses)) and ours > 10
+
+
+def test_cider_ignores_case_and_punctuation_as_coco_caption_and_textbox_do():
+    references = [["the cat sat .", "a cat sat on a mat ."], ["a dog runs in the park"], ["birds fly south"]]
+    tidy = ["the cat sat .", "a dog runs in the park", "birds fly south"]
+    written = ["The Cat sat.", "A dog runs in the park!", "Birds fly south."]
+    if shutil.which("java") is not None:
+        assert compute_metrics(["cider"], written, references).scores["cider"] == pytest.approx(
+            compute_metrics(["cider"], tidy, references).scores["cider"])
+    textbox = {"coco_tokenize": "nltk", "lower_evaluation": True}
+    expected = compute_metrics(["cider"], tidy, references, options=textbox).scores["cider"]
+    written_score = compute_metrics(["cider"], ["The Cat sat.", *tidy[1:]], references, options=textbox)
+    assert written_score.scores["cider"] == pytest.approx(expected) and expected > 50
+
+
+def test_cider_with_textbox_tokens_is_cider_of_nltks_word_tokens():
+    from nltk.tokenize import word_tokenize
+    from pycocoevalcap.cider.cider import Cider
+
+    def words(text: str) -> str:  # TextBox 2.0's Text.tokenized_text (one sentence: no Punkt needed)
+        return " ".join(word_tokenize(text.lower(), preserve_line=True))
+    expected, _ = Cider().compute_score({i: [words(r) for r in refs] for i, refs in enumerate(REFERENCES)},
+                                        {i: [words(h)] for i, h in enumerate(HYPOTHESES)})
+    scores = compute_metrics(["cider"], HYPOTHESES, REFERENCES,
+                             options={"coco_tokenize": "nltk", "lower_evaluation": True}).scores
+    assert scores["cider"] == pytest.approx(10 * expected)
+
+
+def test_cider_without_java_is_refused_before_anything_runs_naming_the_textbox_tokens(monkeypatch):
+    monkeypatch.setattr("textbox.evaluator.metrics.tokens.shutil.which", lambda name: None)
+    problems = metric_problems(["cider"], {})
+    assert len(problems) == 1 and "Java" in problems[0] and "--coco_tokenize=nltk" in problems[0]
+    assert metric_problems(["cider"], {"coco_tokenize": "nltk"}) == []
+
+
+# NIST: mteval-v13a.pl -n (Moses' copy, run on these segments as SGML with 3 reference sets) printed
+# "NIST score = 5.1540"; NLTK's corpus_nist gives 4.5296 on the same tokens.
+NIST_HYPOTHESES = ["The cat sat on the mat.", "A dog runs in the park today", "Hello world, 42 times!", "x y"]
+NIST_REFERENCES = [["the cat sat on a mat .", "The cat is on the mat", "a cat was sitting on the mat"],
+                   ["A dog is running in the park", "the dog runs across the park", "dogs run in parks"],
+                   ["hello world forty two times", "Hello, world: 42 times", "hi world 42 times"],
+                   ["x y z", "a b c", "x and y"]]
+
+
+def test_nist_equals_mteval_with_three_references():
     from nltk.translate.nist_score import corpus_nist
 
-    expected = corpus_nist([[r.split() for r in refs] for refs in REFERENCES], [h.split() for h in HYPOTHESES], n=5)
-    assert compute_metrics(["nist"], HYPOTHESES, REFERENCES).scores["nist"] == pytest.approx(expected)
+    from textbox.evaluator.metrics.nist import mteval_words
+
+    score = compute_metrics(["nist"], NIST_HYPOTHESES, NIST_REFERENCES).scores["nist"]
+    assert score == pytest.approx(5.1540, abs=5e-5)
+    nltk_score = corpus_nist([[mteval_words(r) for r in refs] for refs in NIST_REFERENCES],
+                             [mteval_words(h) for h in NIST_HYPOTHESES], n=5)
+    assert abs(nltk_score - score) > 0.5  # NLTK's weights and lengths differ with several references
+
+
+def test_nist_with_one_reference_equals_nltks():
+    from nltk.translate.nist_score import corpus_nist
+
+    from textbox.evaluator.metrics.nist import mteval_words
+
+    references = [refs[:1] for refs in NIST_REFERENCES]
+    expected = corpus_nist([[mteval_words(r) for r in refs] for refs in references],
+                           [mteval_words(h) for h in NIST_HYPOTHESES], n=5)
+    assert compute_metrics(["nist"], NIST_HYPOTHESES, references).scores["nist"] == pytest.approx(expected)
+
+
+def test_nist_of_outputs_shorter_than_five_words_is_a_figure_with_a_note():
+    report = compute_metrics(["nist"], ["the cat", "a dog", ""], [["the cat sat"], ["a dog ran"], ["birds"]])
+    assert 0 < report.scores["nist"] < 5 and "no output has 5 words" in report.details["nist"]["note"]
+    empty = compute_metrics(["nist"], ["", ""], [["the cat sat"], ["a dog ran"]])
+    assert empty.scores["nist"] == 0 and "every output is empty" in empty.details["nist"]["note"]
 
 
 def test_spice_without_its_java_models_is_refused_naming_what_to_install():
     from textbox.evaluator.metrics.coco import missing_spice
 
-    missing = missing_spice()
+    missing = missing_spice(DEFAULTS)
     if missing is None:
         pytest.skip("SPICE's Java and CoreNLP models are installed here")
     problems = metric_problems(["spice"], {})
