@@ -53,6 +53,10 @@ def example_statistics(figure: str, hypotheses: list[str], references: list[list
         raise TextBoxUserError(f"--metric={figure} cannot be analysed per example{suggest(name, supported)}; "
                                f"choose one of {', '.join(supported)}")
     higher_is_better = figure_goal(name, options) == "max"
+    if name == "bleu" and options.get("bleu_type", "sacrebleu") != "sacrebleu":
+        raise TextBoxUserError(f"--metric=bleu: these runs score bleu with bleu_type={options['bleu_type']!r}, and "
+                               f"the per-example analysis decomposes sacrebleu's corpus BLEU only: analyse another "
+                               f"figure, or rescore the outputs with textbox-evaluate --bleu_type=sacrebleu")
     if name in SACREBLEU_FIGURES:
         return _sacrebleu_statistics(name, hypotheses, references, options, higher_is_better)
     metric = next(metric for metric in MEAN_OF_EXAMPLES_METRICS if name in metric_outputs(metric, options))

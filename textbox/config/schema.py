@@ -301,8 +301,18 @@ _key("metrics", "multiref_strategy", "str", "max",
 _key("metrics", "bleu_max_ngrams", "int", 4,
      "Highest n-gram order of bleu (bleu-1..bleu-N are the cumulative scores up to each order) and self_bleu.")
 _key("metrics", "bleu_tokenize", "str", "13a",
-     "sacrebleu tokenizer of bleu and self_bleu (the others need extra packages or network).",
+     "sacrebleu tokenizer of bleu (bleu_type=sacrebleu) and self_bleu (the others need extra packages or network).",
      ("13a", "intl", "zh", "char", "none"))
+_key("metrics", "bleu_type", "str", "sacrebleu",
+     "Which BLEU bleu computes (TextBox 2.0's bleu_type): sacrebleu (corpus BLEU on detokenised text, the field's "
+     "standard), nltk (NLTK's BLEU on TextBox 2.0's NLTK word tokens; corpus_bleu, smoothing_function), "
+     "pycocoevalcap (coco-caption's BLEU on those tokens), mt-eval (mteval-v13a's, case-insensitive) or multi-bleu "
+     "(Moses' multi-bleu.perl on those tokens).", ("sacrebleu", "nltk", "pycocoevalcap", "mt-eval", "multi-bleu"))
+_key("metrics", "corpus_bleu", "bool", False,
+     "bleu_type=nltk: NLTK's corpus_bleu (True) or the mean of its sentence_bleu over examples (False, TextBox 2.0's "
+     "default).")
+_key("metrics", "smoothing_function", "int", 0,
+     "bleu_type=nltk: NLTK's SmoothingFunction method, 0 (none) to 7 (TextBox 2.0's dialogue datasets use 7).")
 _key("metrics", "rouge_max_ngrams", "int", 2, "rouge reports rouge-1..rouge-N besides rouge-l and rouge-lsum.")
 _key("metrics", "rouge_use_stemmer", "bool", True, "Porter-stem words before ROUGE matching (rouge-score).")
 _key("metrics", "rouge_sentence_split", "str", "none",

@@ -229,16 +229,6 @@ TEXTBOX_NAMES: dict[str, Name] = {
                                                    entries={"generation_kwargs": {name: value}}))
        for name in ("forced_bos_token_id", "forced_eos_token_id")},
     # --- metric options -----------------------------------------------------------------------------------
-    "bleu_type": _metric_option("bleu", {"sacrebleu": f"bleu is {_SCORING_BLEU}"},
-                                "bleu_type={value!r}: bleu here is " + _SCORING_BLEU + " (bleu_tokenize chooses "
-                                "its tokenizer); nltk, pycocoevalcap, multi-bleu and mt-eval BLEU are not "
-                                "provided: drop bleu_type or score with another metric"),
-    "smoothing_function": _metric_option("bleu", {0: "no smoothing (sacrebleu's corpus BLEU needs none)"},
-                                         "smoothing_function={value!r} (NLTK sentence BLEU smoothing) has no "
-                                         "counterpart: bleu is " + _SCORING_BLEU),
-    "corpus_bleu": _metric_option("bleu", {True: f"bleu is {_SCORING_BLEU}"},
-                                  "corpus_bleu={value!r} (a mean of sentence BLEUs) has no counterpart: bleu is "
-                                  + _SCORING_BLEU),
     "rouge_type": Name("files2rouge: `rouge_sentence_split='period'`; rouge-score: `rouge_sentence_split='punkt'` "
                        "(both scored by rouge-score); other values refused when rouge is computed", _rouge_type),
     "meteor_type": _metric_option("meteor", {"nltk": "meteor is NLTK's"},

@@ -18,6 +18,12 @@ TEXTBOX_VALUES: dict[str, dict[Any, Any]] = {
 
 # Values of our own keys that TextBox 2.0 had and this framework has not: key -> {TextBox value: what to use}.
 TEXTBOX_REFUSED_VALUES: dict[str, dict[Any, str]] = {
+    "bleu_type": {
+        "sacrebleu-romanian": "WMT16's Romanian normalisation script (and TextBox 2.0's sacrebleu_romanian path to "
+                              "it) is not provided: give bleu_type='sacrebleu' (BLEU of the text as generated)",
+        "fast-bleu": "fast-bleu (a per-sentence BLEU package) is not provided: give bleu_type='nltk' (sentence BLEU, "
+                     "TextBox 2.0's default aggregation) or 'sacrebleu'",
+    },
     "pretrain_task": {
         "unilm": "TextBox 2.0's UniLM pre-training (UniLM's masked-LM objectives for its UniLM model, whose code is "
                  "not in transformers) is not built here; pre-train an encoder-decoder with "

@@ -161,6 +161,9 @@ def _scoring(values: dict[str, Any]) -> str:
     """The scoring and decoding keys an entry sets, in words."""
     metrics = values.get("metrics", [])
     said = ["lower-cased" if values.get("lower_evaluation") else "cased"]
+    if "bleu" in metrics and values.get("bleu_type", "sacrebleu") != "sacrebleu":
+        options = [f"{key} {values[key]}" for key in ("corpus_bleu", "smoothing_function") if key in values]
+        said.append(f"BLEU by {values['bleu_type']}" + (f" ({', '.join(options)})" if options else ""))
     if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "none":
         said.append(_SPLITS[values["rouge_sentence_split"]])
     if "cider" in metrics:
@@ -178,8 +181,13 @@ def _standard(values: dict[str, Any]) -> str:
     """The flags that turn an entry's figures into the field's standard ones (or that they are already)."""
     metrics = values.get("metrics", [])
     flags = []
+    if "bleu" in metrics and values.get("bleu_type", "sacrebleu") != "sacrebleu":
+        resets = " ".join(f"--{key}={'False' if key == 'corpus_bleu' else 0}" for key in ("corpus_bleu",
+                                                                                           "smoothing_function")
+                          if key in values)
+        flags.append(f"`--bleu_type=sacrebleu{' ' + resets if resets else ''}` (sacrebleu's corpus BLEU)")
     if values.get("lower_evaluation") and set(metrics) & set(_CASED_METRICS):
-        flags.append("`--lower_evaluation=False` (cased BLEU, as sacrebleu's default)")
+        flags.append("`--lower_evaluation=False` (cased, as sacrebleu's default)")
     if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "punkt":
         flags.append("`--rouge_sentence_split=punkt` (ROUGE-Lsum as Hugging Face's run_summarization)")
     if "cider" in metrics and values.get("coco_tokenize") == "nltk":

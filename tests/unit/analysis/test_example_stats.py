@@ -79,3 +79,8 @@ def test_a_figure_without_per_example_statistics_is_a_user_error(figure, hint):
     with pytest.raises(TextBoxUserError, match=f"--metric={figure} cannot be analysed per example") as error:
         example_statistics(figure, HYPOTHESES, REFERENCES, DEFAULTS)
     assert hint in str(error.value) and "rouge-l" in str(error.value)
+
+
+def test_bleu_of_another_implementation_is_not_decomposed_as_sacrebleus():
+    with pytest.raises(TextBoxUserError, match="bleu_type='nltk'.*sacrebleu's corpus BLEU only"):
+        example_statistics("bleu", HYPOTHESES, REFERENCES, {**DEFAULTS, "bleu_type": "nltk"})

@@ -53,20 +53,26 @@ def test_textbox_overall_and_samsum_files_load_with_each_translation_logged(data
     assert (config.metrics, config.metrics_for_best_model) == (["rouge"], ["rouge-1", "rouge-2", "rouge-l"])
     assert (config.train_batch_size, config.accumulation_steps, config.prefix_prompt) == (4, 48, "Summarize: ")
     notes = "\n".join(config.notes)
-    assert "TextBox 2.0's 'rouge_type' in" in notes and "rouge-score" in notes
-    assert "TextBox 2.0's 'bleu_type' in" in notes and "no effect unless metric 'bleu' is computed" in notes
+    assert "TextBox 2.0's 'rouge_type' in" in notes and "rouge_sentence_split='period'" in notes
+    assert config.rouge_sentence_split == "period"  # ROUGE-L over files2rouge's sentences
+    assert (config.bleu_type, config.corpus_bleu, config.smoothing_function) == ("nltk", False, 0)  # keys of ours
     assert "TextBox 2.0's --wandb='disabled' -> tracker='none'" in notes
 
 
-def test_a_textbox_option_without_counterpart_is_refused_only_where_it_matters(data_dir: Path):
-    with pytest.raises(ConfigError) as caught:  # overall.yaml alone computes bleu with bleu_type nltk
-        load_checked_config(["--config_files", str(TEXTBOX2 / "overall.yaml"), f"--data_path={data_dir}",
-                             *OFFLINE_CPU])
-    assert any("TextBox 2.0's 'bleu_type' in" in problem and "bleu here is sacrebleu" in problem
-               for problem in caught.value.problems), caught.value.problems
-    with pytest.raises(ConfigError) as caught:
+def test_textbox_bleu_options_mean_what_they_meant_and_one_without_counterpart_is_refused_where_it_matters(
+        data_dir: Path, tmp_path: Path):
+    config = load_checked_config(["--config_files", str(TEXTBOX2 / "overall.yaml"), str(TEXTBOX2 / "dd.yaml"),
+                                  f"--data_path={data_dir}", *OFFLINE_CPU])
+    assert (config.bleu_type, config.smoothing_function) == ("nltk", 7)  # its overall.yaml's bleu_type, its own 7
+    with pytest.raises(ConfigError, match="smoothing_function .*=7 is read by bleu_type='nltk' only"):
         load_checked_config(["--config_files", str(TEXTBOX2 / "dd.yaml"), f"--data_path={data_dir}"])
-    assert any("smoothing_function=7" in problem for problem in caught.value.problems)
+    paraphrase = tmp_path / "paranmt.yaml"
+    paraphrase.write_text("metrics: ['bleu', 'rouge']\nrouge_type: py-rouge\n")
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config(["--config_files", str(paraphrase), f"--data_path={data_dir}"])
+    assert any("TextBox 2.0's 'rouge_type' in" in problem and "'py-rouge' is not provided" in problem
+               for problem in caught.value.problems), caught.value.problems
+    load_checked_config(["--config_files", str(paraphrase), f"--data_path={data_dir}", "--metrics=['bleu']"])
 
 
 def test_model_yaml_fields_become_config_kwargs_and_tokenizer_path(data_dir: Path):

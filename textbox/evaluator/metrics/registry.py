@@ -39,9 +39,9 @@ class Metric:
 
 
 _METRICS: dict[str, Metric] = {
-    "bleu": Metric("sacrebleu_metrics", "bleu",
-                   lambda o: ["bleu", *ngram_orders("bleu", o["bleu_max_ngrams"])],
-                   "sacrebleu corpus BLEU, and cumulative BLEU-1..N"),
+    "bleu": Metric("bleu", "bleu", lambda o: ["bleu", *ngram_orders("bleu", o["bleu_max_ngrams"])],
+                   "corpus BLEU by bleu_type (sacrebleu's by default), and cumulative BLEU-1..N",
+                   resources="missing_resources"),
     # rouge-w is rouge-metric's (textbox/evaluator/metrics/rouge_w.py)
     "chrf": Metric("sacrebleu_metrics", "chrf", lambda o: ["chrf"], "sacrebleu chrF"),
     "chrf+": Metric("sacrebleu_metrics", "chrf_plus", lambda o: ["chrf+"], "sacrebleu chrF+ (word unigrams)"),
@@ -69,7 +69,7 @@ _METRICS: dict[str, Metric] = {
                     resources="missing_pycocoevalcap"),
     "spice": Metric("coco", "spice", lambda o: ["spice"], "pycocoevalcap SPICE (Java, CoreNLP)",
                     resources="missing_spice"),
-    "nist": Metric("nist", "nist", lambda o: ["nist"], "mteval-v13a NIST (n=5, case-insensitive)"),
+    "nist": Metric("mteval", "nist", lambda o: ["nist"], "mteval-v13a NIST (n=5, case-insensitive)"),
     "f1": Metric("squad", "f1", lambda o: ["f1"], "SQuAD token F1"),
     "length": Metric("length", "length", lambda o: ["length-hyp", "length-ref", "length-ratio"],
                      "mean output and reference lengths and their ratio", goal=None),
@@ -141,6 +141,8 @@ def option_problems(names: Sequence[str], options: Options,
             missing = getattr(module, _METRICS[name].resources)(settings)
             if missing:
                 problems.append(f"{where('metrics')}: {missing}")
+    if "bleu" in selected:
+        problems.extend(importlib.import_module(f"{__package__}.bleu").option_problems(settings, where))
     if "bert_score" in selected:
         path = settings["bert_score_model_path"]
         if path is None:

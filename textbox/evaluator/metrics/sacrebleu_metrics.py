@@ -47,7 +47,8 @@ def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
         scores[name] = BLEU.compute_bleu(corpus.counts[:order], corpus.totals[:order], corpus.sys_len,
                                          corpus.ref_len, smooth_method=metric.smooth_method,
                                          smooth_value=metric.smooth_value, max_ngram_order=order).score
-    details = package_details("sacrebleu", signature=metric.get_signature().format(), max_ngram_order=max_order,
+    details = package_details("sacrebleu", bleu_type="sacrebleu", signature=metric.get_signature().format(),
+                              max_ngram_order=max_order,
                               brevity_penalty=corpus.bp, hyp_len=corpus.sys_len, ref_len=corpus.ref_len)
     return MetricResult(scores, details)
 

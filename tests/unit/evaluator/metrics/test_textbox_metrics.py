@@ -130,7 +130,7 @@ NIST_REFERENCES = [["the cat sat on a mat .", "The cat is on the mat", "a cat wa
 def test_nist_equals_mteval_with_three_references():
     from nltk.translate.nist_score import corpus_nist
 
-    from textbox.evaluator.metrics.nist import mteval_words
+    from textbox.evaluator.metrics.mteval import mteval_words
 
     score = compute_metrics(["nist"], NIST_HYPOTHESES, NIST_REFERENCES).scores["nist"]
     assert score == pytest.approx(5.1540, abs=5e-5)
@@ -142,7 +142,7 @@ def test_nist_equals_mteval_with_three_references():
 def test_nist_with_one_reference_equals_nltks():
     from nltk.translate.nist_score import corpus_nist
 
-    from textbox.evaluator.metrics.nist import mteval_words
+    from textbox.evaluator.metrics.mteval import mteval_words
 
     references = [refs[:1] for refs in NIST_REFERENCES]
     expected = corpus_nist([[mteval_words(r) for r in refs] for refs in references],
@@ -171,3 +171,74 @@ def test_spice_without_its_java_models_is_refused_naming_what_to_install():
 def test_textbox_metrics_without_counterpart_say_why(name):
     problems = metric_problems([name], {})
     assert problems and problems[0].startswith(f"TextBox 2.0's metric {name!r}: ")
+
+
+# TextBox 2.0's BLEU implementations (bleu_type). The Perl references, run on these segments (two references each):
+# mteval-v13a.pl -b printed "BLEU score = 0.7745" (cumulative 0.9512 0.8927 0.8338 0.7745), and multi-bleu.perl, given
+# the NLTK-tokenised texts, "BLEU = 78.37, 93.0/84.6/74.3/64.5 (BP=1.000, ratio=1.024, hyp_len=43, ref_len=42)".
+BLEU_HYPOTHESES = ["The cat sat on the mat near the door.", "A dog runs quickly in the big park today.",
+                   "He said: \"we're leaving at 10 o'clock\", didn't he?", "Birds fly south in the winter."]
+BLEU_REFERENCES = [["The cat sat on the mat by the door.", "A cat was sitting on the mat near the door."],
+                   ["A dog runs fast in the big park today.", "The dog is running in the park."],
+                   ["He said \"we're leaving at 10 o'clock\", didn't he?", "He told us they would leave at ten."],
+                   ["Birds fly south for the winter.", "In winter, the birds fly south."]]
+
+
+def _bleu(**options) -> dict[str, float]:
+    return compute_metrics(["bleu"], BLEU_HYPOTHESES, BLEU_REFERENCES, options=options).scores
+
+
+def test_mt_eval_bleu_equals_mteval_v13a():
+    scores = _bleu(bleu_type="mt-eval")
+    assert [round(scores[f"bleu-{n}"] / 100, 4) for n in (1, 2, 3, 4)] == [0.9512, 0.8927, 0.8338, 0.7745]
+    assert scores["bleu"] == scores["bleu-4"]
+    assert _bleu(bleu_type="mt-eval") == compute_metrics(  # case-insensitive, as mteval without -c
+        ["bleu"], [text.upper() for text in BLEU_HYPOTHESES], BLEU_REFERENCES, options={"bleu_type": "mt-eval"}).scores
+
+
+def test_multi_bleu_equals_multi_bleu_perl_on_textbox_tokens():
+    scores = _bleu(bleu_type="multi-bleu")
+    assert round(scores["bleu"], 2) == 78.37 and round(scores["bleu-1"], 1) == 93.0  # BP 1: bleu-1 is the precision
+    assert _bleu(bleu_type="multi-bleu")["bleu"] != _bleu()["bleu"]  # sacrebleu's 13a tokens differ
+
+
+def _textbox_tokens(text: str) -> list[str]:  # TextBox 2.0's Text.tokens of one sentence (no Punkt needed)
+    from nltk.tokenize import word_tokenize
+
+    return word_tokenize(text, preserve_line=True)
+
+
+@pytest.mark.parametrize("aggregate", ["corpus", "sentence"])
+def test_nltk_bleu_is_nltks_on_textbox_tokens_with_its_smoothing(aggregate: str):
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
+
+    hypotheses = [_textbox_tokens(text) for text in BLEU_HYPOTHESES]
+    references = [[_textbox_tokens(text) for text in refs] for refs in BLEU_REFERENCES]
+    smoothing = SmoothingFunction().method7
+    for n in (1, 2, 4):
+        weights = [1 / n] * n
+        if aggregate == "corpus":
+            expected = corpus_bleu(references, hypotheses, weights, smoothing)
+        else:
+            expected = sum(sentence_bleu(refs, hyp, weights, smoothing)
+                           for hyp, refs in zip(hypotheses, references)) / len(hypotheses)
+        scores = _bleu(bleu_type="nltk", corpus_bleu=aggregate == "corpus", smoothing_function=7)
+        assert scores[f"bleu-{n}"] == pytest.approx(100 * expected)
+
+
+def test_pycocoevalcap_bleu_is_coco_captions_on_textbox_tokens():
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    references = {i: [" ".join(_textbox_tokens(text)) for text in refs] for i, refs in enumerate(BLEU_REFERENCES)}
+    hypotheses = {i: [" ".join(_textbox_tokens(text))] for i, text in enumerate(BLEU_HYPOTHESES)}
+    expected, _ = Bleu(4).compute_score(references, hypotheses, verbose=0)
+    scores = _bleu(bleu_type="pycocoevalcap")
+    assert [scores[f"bleu-{n}"] for n in (1, 2, 3, 4)] == pytest.approx([100 * value for value in expected])
+
+
+def test_bleu_options_that_do_not_fit_bleu_type_are_refused_before_anything_runs():
+    problems = metric_problems(["bleu"], {"bleu_type": "mt-eval", "smoothing_function": 7, "bleu_tokenize": "zh"})
+    assert any("smoothing_function=7 is read by bleu_type='nltk' only" in problem for problem in problems)
+    assert any("bleu_tokenize='zh' is sacrebleu's tokenizer" in problem for problem in problems)
+    assert metric_problems(["bleu"], {"bleu_type": "nltk", "smoothing_function": 9}) == [
+        "smoothing_function must be 0-7 (NLTK's SmoothingFunction.method0-7), got 9"]
