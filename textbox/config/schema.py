@@ -324,6 +324,14 @@ _key("metrics", "rouge_sentence_split", "str", "none",
      ("none", "newline", "period", "punkt"))
 _key("metrics", "distinct_max_ngrams", "int", 4, "distinct and unique report n-gram orders 1..N.")
 _key("metrics", "novelty_max_ngrams", "int", 4, "novelty reports n-gram orders 1..N.")
+_key("metrics", "meteor_type", "str", "nltk",
+     "Which METEOR meteor computes (TextBox 2.0's meteor_type): nltk (NLTK's reimplementation on whitespace tokens; "
+     "needs NLTK's WordNet data) or pycocoevalcap (METEOR 1.5 itself, the jar pycocoevalcap ships, run on Java, on "
+     "NLTK word tokens: what TextBox 2.0, coco-caption and the E2E and WebNLG challenges report).",
+     ("nltk", "pycocoevalcap"))
+_key("metrics", "corpus_meteor", "bool", True,
+     "meteor_type=pycocoevalcap: METEOR 1.5's corpus score (True) or the mean of its sentence scores (False); NLTK's "
+     "METEOR is always the mean of its sentence scores.")
 _key("metrics", "coco_tokenize", "str", "ptb",
      "Words of cider and spice: ptb = coco-caption's (Stanford's PTBTokenizer, run on Java from pycocoevalcap's "
      "jar: lower-cased, punctuation dropped; CommonGen's official figures), nltk = TextBox 2.0's (NLTK's word "

@@ -231,11 +231,6 @@ TEXTBOX_NAMES: dict[str, Name] = {
     # --- metric options -----------------------------------------------------------------------------------
     "rouge_type": Name("files2rouge: `rouge_sentence_split='period'`; rouge-score: `rouge_sentence_split='punkt'` "
                        "(both scored by rouge-score); other values refused when rouge is computed", _rouge_type),
-    "meteor_type": _metric_option("meteor", {"nltk": "meteor is NLTK's"},
-                                  "meteor_type={value!r}: meteor here is NLTK's (pycocoevalcap's Java METEOR 1.5 "
-                                  "is not provided): drop meteor_type"),
-    "corpus_meteor": _metric_option("meteor", {False: "meteor is the mean of sentence scores (NLTK)"},
-                                    "corpus_meteor={value!r}: meteor here is the mean of NLTK's sentence scores"),
     "chrf_type": _metric_option("chrf", {"sacrebleu": "chrF is sacrebleu's",
                                          "m-popovic": "chrF is sacrebleu's, whose statistics follow Popović's "
                                                       "chrF++.py"},

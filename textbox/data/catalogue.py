@@ -166,6 +166,9 @@ def _scoring(values: dict[str, Any]) -> str:
         said.append(f"BLEU by {values['bleu_type']}" + (f" ({', '.join(options)})" if options else ""))
     if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "none":
         said.append(_SPLITS[values["rouge_sentence_split"]])
+    if "meteor" in metrics:
+        said.append("METEOR 1.5" + ("" if values.get("corpus_meteor", True) else " (mean of sentence scores)")
+                    if values.get("meteor_type") == "pycocoevalcap" else "NLTK's METEOR")
     if "cider" in metrics:
         said.append("CIDEr on NLTK tokens" if values.get("coco_tokenize") == "nltk" else "CIDEr on PTB tokens")
     decoding = values.get("generation_kwargs") or {}
@@ -190,6 +193,8 @@ def _standard(values: dict[str, Any]) -> str:
         flags.append("`--lower_evaluation=False` (cased, as sacrebleu's default)")
     if "rouge" in metrics and values.get("rouge_sentence_split", "none") != "punkt":
         flags.append("`--rouge_sentence_split=punkt` (ROUGE-Lsum as Hugging Face's run_summarization)")
+    if "meteor" in metrics and values.get("meteor_type", "nltk") != "pycocoevalcap":
+        flags.append("`--meteor_type=pycocoevalcap` (METEOR 1.5)")
     if "cider" in metrics and values.get("coco_tokenize") == "nltk":
         flags.append("`--coco_tokenize=ptb` (coco-caption's CIDEr)")
     return "; ".join(flags) or "the same"

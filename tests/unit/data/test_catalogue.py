@@ -64,6 +64,17 @@ def test_every_entry_scores_and_decodes_as_textbox_did(name: str, data_dir: Path
         assert config.rouge_sentence_split == TEXTBOX_ROUGE_SPLIT.get(name, "none")
     if "cider" in config.metrics:
         assert config.coco_tokenize == "nltk"
+    if "meteor" in config.metrics:  # METEOR 1.5 (its default) but where a yaml chose NLTK's
+        assert config.meteor_type == ("nltk" if name == "coqaqg" else "pycocoevalcap")
+        assert config.corpus_meteor is (name not in ("paranmt", "quora"))
+    textbox_bleu = {**dict.fromkeys(("cmv", "roc", "wikip", "wp", "dd", "pc"), "nltk"),
+                    **dict.fromkeys(("cg", "coqaqg", "da", "squadqg"), "pycocoevalcap"),
+                    **dict.fromkeys(("webnlg", "wikibio"), "mt-eval"),
+                    **dict.fromkeys(("gyafc_em", "gyafc_fr", "paranmt", "quora"), "multi-bleu")}
+    if "bleu" in config.metrics:
+        assert config.bleu_type == textbox_bleu.get(name, "sacrebleu")
+        assert (config.corpus_bleu, config.smoothing_function) == ((name in ("cmv", "roc", "wikip", "wp")),
+                                                                   7 if name in ("dd", "pc") else 0)
 
 
 def test_docs_datasets_md_is_the_catalogue():

@@ -48,3 +48,26 @@ def test_a_run_asking_for_meteor_without_wordnet_is_refused_before_anything_runs
     with pytest.raises(ConfigError, match=r"--metrics: metric 'meteor' needs NLTK's WordNet corpus.*NLTK_DATA"):
         load_checked_config(["--metrics=['bleu','meteor']"])
     load_checked_config(["--metrics=['bleu']"])
+
+
+def test_meteor_1_5_is_pycocoevalcaps_on_textbox_tokens_corpus_or_sentence_mean():
+    pytest.importorskip("pycocoevalcap.meteor.meteor")
+    import shutil
+
+    from nltk.tokenize import word_tokenize
+
+    from textbox.evaluator.metrics.meteor import meteor_1_5
+
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime here for METEOR 1.5")
+    hypotheses = ["The cat sat on the mat.", "A dog runs!"]
+    references = [["A cat is sitting on the mat.", "The cat sat."], ["Dogs are running."]]
+    words = [" ".join(word_tokenize(text, preserve_line=True)) for text in hypotheses]
+    corpus, sentences = meteor_1_5().compute_score(  # the jar itself, on tokens made here
+        {i: [" ".join(word_tokenize(r, preserve_line=True)) for r in refs] for i, refs in enumerate(references)},
+        {i: [text] for i, text in enumerate(words)})
+    options = {**DEFAULTS, "meteor_type": "pycocoevalcap"}
+    result = meteor(MetricInputs(hypotheses, references), options)
+    assert result.scores["meteor"] == pytest.approx(100 * corpus) and "corpus score" in result.details["aggregate"]
+    by_sentence = meteor(MetricInputs(hypotheses, references), {**options, "corpus_meteor": False})
+    assert by_sentence.scores["meteor"] == pytest.approx(100 * mean(sentences)) != result.scores["meteor"]
