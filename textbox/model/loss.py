@@ -16,12 +16,24 @@ import torch
 import torch.nn.functional as F
 
 from textbox.config.families import is_decoder_only_model
-from textbox.utils.labels import IGNORE_INDEX
+from textbox.utils.labels import IGNORE_INDEX, shifted_right
 
 
 def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:
-    """Shift labels right the way this model family expects (decoder start token, pad for -100)."""
-    return model.prepare_decoder_input_ids_from_labels(labels=labels)
+    """The decoder inputs the model's own forward would build from ``labels``, so that training reads targets as the
+    family was pretrained to. Classes with ``prepare_decoder_input_ids_from_labels`` say it themselves (mBART and
+    PLBART rotate the last token to the front instead of starting with decoder_start_token_id); the others
+    (M2M100 and NLLB, Blenderbot, Blenderbot-Small in transformers 5) shift right behind decoder_start_token_id
+    inside their forward, which ``shifted_right`` repeats."""
+    prepare = getattr(model, "prepare_decoder_input_ids_from_labels", None)
+    if prepare is not None:
+        return prepare(labels=labels)
+    config = model.config
+    start = getattr(config, "decoder_start_token_id", None)
+    if start is None:
+        raise ValueError(f"{type(model).__name__} has no decoder_start_token_id in its config, which starts the "
+                         f"decoder's inputs; set it with --config_kwargs={{'decoder_start_token_id': <id>}}")
+    return shifted_right(labels, start, config.pad_token_id)
 
 
 def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],
