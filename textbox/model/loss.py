@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from textbox.config.families import is_decoder_only_model
-from textbox.utils.labels import IGNORE_INDEX, shifted_right
+from textbox.utils.labels import IGNORE_INDEX
 
 
 def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:
@@ -34,6 +34,16 @@ def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor
         raise ValueError(f"{type(model).__name__} has no decoder_start_token_id in its config, which starts the "
                          f"decoder's inputs; set it with --config_kwargs={{'decoder_start_token_id': <id>}}")
     return shifted_right(labels, start, config.pad_token_id)
+
+
+def shifted_right(labels: torch.Tensor, start_token_id: int, pad_token_id: int) -> torch.Tensor:
+    """An encoder-decoder's decoder inputs for ``labels`` ([batch, positions]): the labels shifted one position right
+    behind ``start_token_id``, ignored positions (IGNORE_INDEX) read as padding. It is what transformers'
+    ``shift_tokens_right`` (BART, M2M100, Blenderbot, ...) and T5's ``_shift_right`` compute."""
+    shifted = labels.new_full(labels.shape, pad_token_id)
+    shifted[:, 1:] = labels[:, :-1]
+    shifted[:, 0] = start_token_id
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
 
 
 def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],

@@ -25,9 +25,10 @@ from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
+from textbox.model.loss import shifted_right
 from textbox.model.rnn_config import RNNSeq2SeqConfig
 from textbox.model.rnn_layers import RNNDecoder, RNNDecoderState, RNNEncoder, RNNEncoderOutput
-from textbox.utils.labels import IGNORE_INDEX, shifted_right
+from textbox.utils.labels import IGNORE_INDEX
 
 
 class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
