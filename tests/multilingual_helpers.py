@@ -15,7 +15,7 @@ M2M100_CODES = ("en", "ha", "is", "ja", "cs", "ru", "zh", "de")  # language_code
 MARIAN_TARGETS = (">>fr<<", ">>de<<")
 
 
-def _unigram_vocabulary() -> list[tuple[str, float]]:
+def unigram_vocabulary() -> list[tuple[str, float]]:
     """Whole words first (the Unigram model prefers them), single letters so that nothing is unknown."""
     return [("▁" + word, -1.0) for word in WORDS] + [(letter, -5.0) for letter in LETTERS]
 
@@ -29,9 +29,9 @@ def mbart_tokenizer(directory: Path, fifty: bool = False) -> Path:
         # as a sentencepiece model lists them (<unk> <s> </s> first, which MBart50Tokenizer replaces by its own);
         # bos_token as released checkpoints' special_tokens_map.json gives it
         tokenizer = MBart50Tokenizer(vocab=[("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("▁", -2.0),
-                                            *_unigram_vocabulary()], bos_token="<s>")
+                                            *unigram_vocabulary()], bos_token="<s>")
     else:
-        tokenizer = MBartTokenizer(vocab=[*specials, *_unigram_vocabulary()])
+        tokenizer = MBartTokenizer(vocab=[*specials, *unigram_vocabulary()])
     tokenizer.save_pretrained(directory)
     return directory
 
@@ -100,9 +100,9 @@ def marian_tokenizer(directory: Path, multi_target: bool = True, source_lang: st
     build = directory / "build"
     build.mkdir(parents=True, exist_ok=True)
     model = _sentencepiece_model(build)
-    vocabulary = {"</s>": 0, "<unk>": 1, "<pad>": 2}
-    for piece in [*(MARIAN_TARGETS if multi_target else ()), *_pieces(model)]:
-        vocabulary.setdefault(piece, len(vocabulary))
+    vocabulary = {"</s>": 0, "<unk>": 1}
+    for piece in [*(MARIAN_TARGETS if multi_target else ()), *_pieces(model), "<pad>"]:  # <pad> last, as released
+        vocabulary.setdefault(piece, len(vocabulary))  # checkpoints have it (CTranslate2's converter drops it)
     (build / "vocab.json").write_text(json.dumps(vocabulary))
     MarianTokenizer(str(model), str(model), str(build / "vocab.json"), source_lang=source_lang,
                     target_lang=target_lang).save_pretrained(directory)

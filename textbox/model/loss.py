@@ -20,8 +20,30 @@ from textbox.utils.labels import IGNORE_INDEX
 
 
 def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:
-    """Shift labels right the way this model family expects (decoder start token, pad for -100)."""
-    return model.prepare_decoder_input_ids_from_labels(labels=labels)
+    """The decoder inputs the model's own forward would build from ``labels``, so that training reads targets as the
+    family was pretrained to. Classes with ``prepare_decoder_input_ids_from_labels`` say it themselves (mBART and
+    PLBART rotate the last token to the front instead of starting with decoder_start_token_id); the others
+    (M2M100 and NLLB, Blenderbot, Blenderbot-Small in transformers 5) shift right behind decoder_start_token_id
+    inside their forward, which ``shifted_right`` repeats."""
+    prepare = getattr(model, "prepare_decoder_input_ids_from_labels", None)
+    if prepare is not None:
+        return prepare(labels=labels)
+    config = model.config
+    start = getattr(config, "decoder_start_token_id", None)
+    if start is None:
+        raise ValueError(f"{type(model).__name__} has no decoder_start_token_id in its config, which starts the "
+                         f"decoder's inputs; set it with --config_kwargs={{'decoder_start_token_id': <id>}}")
+    return shifted_right(labels, start, config.pad_token_id)
+
+
+def shifted_right(labels: torch.Tensor, start_token_id: int, pad_token_id: int) -> torch.Tensor:
+    """An encoder-decoder's decoder inputs for ``labels`` ([batch, positions]): the labels shifted one position right
+    behind ``start_token_id``, ignored positions (IGNORE_INDEX) read as padding. It is what transformers'
+    ``shift_tokens_right`` (BART, M2M100, Blenderbot, ...) and T5's ``_shift_right`` compute."""
+    shifted = labels.new_full(labels.shape, pad_token_id)
+    shifted[:, 1:] = labels[:, :-1]
+    shifted[:, 0] = start_token_id
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_token_id)
 
 
 def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],

@@ -25,6 +25,7 @@ from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
+from textbox.model.loss import shifted_right
 from textbox.model.rnn_config import RNNSeq2SeqConfig
 from textbox.model.rnn_layers import RNNDecoder, RNNDecoderState, RNNEncoder, RNNEncoderOutput
 from textbox.utils.labels import IGNORE_INDEX
@@ -90,10 +91,7 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Labels shifted right behind the decoder start token; IGNORE_INDEX (ignored positions) becomes pad."""
-        shifted = labels.new_full(labels.shape, self.config.pad_token_id)
-        shifted[:, 1:] = labels[:, :-1]
-        shifted[:, 0] = self.config.decoder_start_token_id
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.config.pad_token_id)
+        return shifted_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     # --- forward -------------------------------------------------------------------------------------------
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,

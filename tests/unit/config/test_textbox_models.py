@@ -6,33 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.family_helpers import BART_SIZES, CHECKPOINTS
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.families import FAMILIES, KINDS, REFUSED_MODELS
 from textbox.config.loader import resolve_config
 
-_SEQ2SEQ = dict(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-                encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=64, max_position_embeddings=64)
-_T5 = dict(d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2, vocab_size=64)
-# TextBox 2.0's --model name -> (a transformers model_type of its checkpoints, tiny settings)
-TINY = {
-    "mt5": ("mt5", _T5), "longt5": ("longt5", _T5), "m2m_100": ("m2m_100", _SEQ2SEQ), "nllb": ("m2m_100", _SEQ2SEQ),
-    "bigbird_pegasus": ("bigbird_pegasus", {**_SEQ2SEQ, "attention_type": "original_full"}),
-    "mvp": ("mvp", _SEQ2SEQ), "pegasus_x": ("pegasus_x", {**_SEQ2SEQ, "num_global_tokens": 4, "block_size": 8}),
-    "blenderbot-small": ("blenderbot-small", _SEQ2SEQ), "chinese-bart": ("bart", _SEQ2SEQ),
-    "chinese-pegasus": ("pegasus", _SEQ2SEQ), "chinese-t5": ("t5", _T5),
-    "gpt_neo": ("gpt_neo", dict(hidden_size=16, num_layers=1, num_heads=2, attention_types=[[["global"], 1]],
-                                vocab_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=0)),
-    "openai-gpt": ("openai-gpt", dict(n_embd=16, n_layer=1, n_head=2, vocab_size=64, n_positions=64)),
-    "ctrl": ("ctrl", dict(n_embd=16, n_layer=1, n_head=2, dff=32, vocab_size=64, n_positions=64)),
-    "chinese-gpt2": ("gpt2", dict(n_embd=16, n_layer=1, n_head=2, vocab_size=64, n_positions=64)),
-    "cpm": ("gpt2", dict(n_embd=16, n_layer=1, n_head=2, vocab_size=64, n_positions=64)),
-}
-
-
-def test_every_new_family_row_has_a_tiny_config_test():
-    rows = {name for name, entry in FAMILIES.items() if entry.group and entry.kind.name != "encoder_decoder"}
-    assert rows == set(TINY)
+# TextBox 2.0's --model names new here (a group's members) -> (a transformers model_type of their checkpoints, tiny
+# settings): the tiny checkpoints of tests/family_helpers.py (which trains and decodes each of them end to end)
+GROUPED = sorted(name for name, entry in FAMILIES.items() if entry.group and entry.kind.name != "encoder_decoder")
+TINY = {name: (CHECKPOINTS[name].model_type, {**CHECKPOINTS[name].settings, "vocab_size": 64}) for name in GROUPED}
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
@@ -58,7 +41,7 @@ def test_textbox_model_names_load_their_checkpoints(name: str, tmp_path: Path, d
 def test_a_textbox_model_name_rejects_another_architecture(tmp_path: Path, data_dir: Path):
     from transformers import AutoConfig
 
-    AutoConfig.for_model("bart", **_SEQ2SEQ).save_pretrained(tmp_path / "bart")
+    AutoConfig.for_model("bart", **BART_SIZES, vocab_size=64).save_pretrained(tmp_path / "bart")
     with pytest.raises(ConfigError) as caught:
         load_checked_config(["--model=mt5", f"--model_path={tmp_path / 'bart'}", f"--data_path={data_dir}"])
     assert any("contradicts --model_path" in problem for problem in caught.value.problems)

@@ -131,3 +131,35 @@ def test_an_output_layer_called_with_another_shape_keeps_the_models_own_logits(m
     full_sums, _ = loss.forward_token_losses(model, model, batch, 0.1)
     torch.testing.assert_close(sums, full_sums)
     assert counts.tolist() == [5, 2, 3]
+
+
+def _seq2seq_types() -> list[str]:
+    """The model types of every encoder-decoder family's tiny checkpoint (tests/family_helpers.py)."""
+    from tests.family_helpers import CHECKPOINTS
+
+    return sorted({entry.model_type for entry in CHECKPOINTS.values() if entry.start is not None})
+
+
+@pytest.mark.parametrize("model_type", _seq2seq_types())
+def test_decoder_inputs_are_what_the_models_own_forward_builds_from_labels(model_type):
+    """Every encoder-decoder class, with its own special token ids: those with prepare_decoder_input_ids_from_labels
+    (mBART and PLBART rotate the end token to the front) and those that shift labels only inside their forward
+    (M2M100, Blenderbot, Blenderbot-Small)."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    from tests.family_helpers import CHECKPOINTS
+
+    settings = next(entry.settings for entry in CHECKPOINTS.values() if entry.model_type == model_type)
+    config = AutoConfig.for_model(model_type, **settings)
+    ids = {name: value for name, value in config.to_dict().items() if name.endswith("_token_id") and value is not None}
+    config.vocab_size = max(50, *(value + 1 for value in ids.values()))  # Marian pads with its last id, 58100
+    if "decoder_start_token_id" not in ids:  # T5 configs leave it to the checkpoint (which gives the pad id)
+        config.decoder_start_token_id = config.pad_token_id
+    torch.manual_seed(0)
+    model = AutoModelForSeq2SeqLM.from_config(config).eval()
+    labels = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12], [9, 13, 14, -100, -100, -100, -100, -100]])
+    input_ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10], [6, 7, 8, 9, 10, 11, 12, 13]])
+    with torch.no_grad():
+        own = model(input_ids=input_ids, labels=labels).logits
+        ours = model(input_ids=input_ids, decoder_input_ids=loss.decoder_inputs(model, labels)).logits
+    torch.testing.assert_close(ours, own, rtol=0, atol=0)
