@@ -11,7 +11,13 @@ with bitsandbytes weights (--quantization) is dequantised first, then merged in 
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
 its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
-that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again.
+that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again. A
+complete entry another process published first is kept as it is, never replaced under a process loading it.
+
+Validation converts new weights every time: those conversions go to ``<key>`` under ``ctranslate2/validation/``,
+which processes share (study workers, two runs, the ranks of one run). A process holds a lease on the entry it
+converts or uses (textbox.utils.leases) until its next validation conversion, and then removes every entry no
+process holds: each live process keeps one, and none removes an entry another is converting or loading.
 
 The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
 transformers 5 dropped but the converter reads (``normalize_before``, ``normalize_embedding``: whether the
@@ -25,7 +31,6 @@ import copy
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import time
 import weakref
@@ -34,6 +39,7 @@ from typing import Any
 
 import torch
 
+from textbox.utils import leases
 from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
 
@@ -45,6 +51,8 @@ _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "floa
 _PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
 _SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
 RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
+VALIDATION = "validation"  # the directory of validation conversions, shared by the processes using the cache
+_KEY = r"[0-9a-f]{32}"  # a content key (content_key): every name of an entry holds its key
 
 
 class CannotConvert(Exception):
@@ -149,9 +157,39 @@ def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
 def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
                     latest_only: bool = False) -> tuple[Path, bool]:
     """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
-    ``latest_only`` (validation: new weights every time) keeps one conversion under ``validation/``."""
+    ``latest_only`` (validation: new weights every time): the conversion goes under ``validation/``, where this
+    process keeps only its latest (see the module docstring)."""
     key = content_key(model, tokenizer, quantization)
-    root = Path(cache_dir) / "ctranslate2" / ("validation" if latest_only else "")
+    root = Path(cache_dir) / "ctranslate2"
+    if not latest_only:
+        return _found_or_converted(model, tokenizer, root, key, quantization)
+    root = root / VALIDATION
+    root.mkdir(parents=True, exist_ok=True)
+    lease = leases.hold(root / f"{key}{leases.LOCK_SUFFIX}")  # from now on no process removes this entry
+    try:
+        found = _found_or_converted(model, tokenizer, root, key, quantization)
+    except BaseException:
+        lease.release()
+        raise
+    _hold_only(lease, root, key)
+    return found
+
+
+# This process's lease on its latest validation conversion: held until the next one (a decode loads the converted
+# model after converted_model returns; a Translator holds its weights in memory once loaded).
+_validation_lease: leases.Lease | None = None
+
+
+def _hold_only(lease: leases.Lease, root: Path, key: str) -> None:
+    """Keep ``lease``, give up the previous one, and remove the validation conversions no process holds."""
+    global _validation_lease
+    previous, _validation_lease = _validation_lease, lease
+    if previous is not None:  # the same entry again (the same weights validated twice) stays held by ``lease``
+        previous.release()
+    leases.remove_unheld(root, leases.key_in_name(_KEY), keep={key})
+
+
+def _found_or_converted(model: Any, tokenizer: Any, root: Path, key: str, quantization: str) -> tuple[Path, bool]:
     target = root / key
     if target.is_dir():
         damage = damage_of(target)
@@ -159,12 +197,9 @@ def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantizat
             return target, False
         get_logger().warning(f"the cached CTranslate2 conversion {target} is incomplete ({damage}): converting "
                              f"the model again")
-    if latest_only and root.is_dir():
-        for old in root.iterdir():
-            shutil.rmtree(old, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=root, prefix=".converting-") as work:
+    with tempfile.TemporaryDirectory(dir=root, prefix=f".converting-{key}-") as work:
         config_dir, output = Path(work) / "config", Path(work) / "model"
         seen = _as_converter_sees_it(model)
         seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
@@ -176,10 +211,23 @@ def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantizat
             raise CannotConvert(f"CTranslate2's converter cannot convert this {model.config.model_type!r} model "
                                 f"({type(error).__name__}: {reason})") from error
         _write_record(output)
-        swap_in(output, target)  # a damaged entry is replaced; a process that lost a race keeps the winner's copy
+        _publish(output, target)
     get_logger().info(f"converted the model for CTranslate2 ({quantization}) in {time.perf_counter() - started:.1f} s "
                       f"into {target}")
     return target, True
+
+
+def _publish(output: Path, target: Path) -> None:
+    """``output`` becomes ``target`` in one rename. A complete ``target`` another process published meanwhile (the
+    same content) is kept, never replaced under a process that may be loading it; a damaged one is replaced."""
+    try:
+        os.rename(output, target)
+        return
+    except OSError:
+        if not target.is_dir():
+            raise
+    if damage_of(target) is not None:
+        swap_in(output, target)
 
 
 def damage_of(directory: Path) -> str | None:
