@@ -43,7 +43,8 @@ def test_a_two_worker_seed_study_validating_on_ctranslate2_runs_every_seed(tmp_p
     assert [row.split(",")[:2] for row in rows] == [[str(seed), "ok"] for seed in SEEDS]
     for seed in SEEDS:
         log = (study / f"seed-{seed}" / "project.log").read_text()
-        assert "validation 6 at step 6" in log and "decoding with transformers" not in log
+        assert "decoding with ctranslate2: --decoding_backend=auto" in log and "validation 6 at step 6" in log
+        assert "decoding with transformers" not in log  # no validation switched engines
 
     # Each seed alone, one after another in this process (one thread, as a study worker has on 2 cores): the
     # same figures, so that the study's spread is that of the seeds, not of the workers sharing a cache.

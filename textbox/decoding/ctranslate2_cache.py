@@ -19,6 +19,12 @@ which processes share (study workers, two runs, the ranks of one run). A process
 converts or uses (textbox.utils.leases) until its next validation conversion, and then removes every entry no
 process holds: each live process keeps one, and none removes an entry another is converting or loading.
 
+The converter writes the tokenizer's bos/eos/unk tokens into the converted config as strings, and CTranslate2
+refuses to load a null one. A tokenizer without them (a BERT tokenizer saved with a BART or GPT-2 config, as
+Chinese BART and GPT-2 checkpoints ship) is given, on the converter's copy, the tokens of the ids the model's
+generation config names: the end token ``generate`` stops at, and a start token the engine never decodes from
+here (the framework passes the decoder start token or the prompt itself).
+
 The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
 transformers 5 dropped but the converter reads (``normalize_before``, ``normalize_embedding``: whether the
 architecture normalises before each block and after the embeddings) are set on that copy's config; the model's
@@ -55,9 +61,15 @@ VALIDATION = "validation"  # the directory of validation conversions, shared by 
 _KEY = r"[0-9a-f]{32}"  # a content key (content_key): every name of an entry holds its key
 
 
-class CannotConvert(Exception):
+class CTranslate2Failed(Exception):
+    """CTranslate2 could not decode this model: its conversion, the loading of the converted model or a
+    translation failed. ``--decoding_backend=auto`` decodes with transformers instead (and says why); an explicit
+    ``ctranslate2`` stops with the message."""
+
+
+class CannotConvert(CTranslate2Failed):
     """The converter failed on this model (e.g. an OPT vocabulary that is no multiple of 8, a Marian model
-    without a Marian tokenizer): ``--decoding_backend=auto`` decodes with transformers instead."""
+    without a Marian tokenizer)."""
 
 
 def plain_model(model: Any) -> Any:
@@ -202,9 +214,10 @@ def _found_or_converted(model: Any, tokenizer: Any, root: Path, key: str, quanti
     with tempfile.TemporaryDirectory(dir=root, prefix=f".converting-{key}-") as work:
         config_dir, output = Path(work) / "config", Path(work) / "model"
         seen = _as_converter_sees_it(model)
+        seen_tokenizer = _tokenizer_as_converter_sees_it(seen, tokenizer)
         seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
         try:
-            _InMemoryConverter(seen, tokenizer, str(config_dir)).convert(
+            _InMemoryConverter(seen, seen_tokenizer, str(config_dir)).convert(
                 str(output), quantization=quantization if quantization in _STORAGE_TYPES else None)
         except Exception as error:  # whatever the converter trips on, the model does not convert
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -274,6 +287,65 @@ def _as_converter_sees_it(model: Any) -> Any:
         if not hasattr(seen.config, name):
             setattr(seen.config, name, value)
     return seen
+
+
+def end_token_missing(model: Any, tokenizer: Any) -> str | None:
+    """Why CTranslate2 cannot end this model's outputs (None: it can): neither the tokenizer nor the model's
+    generation config names an end-of-sequence token in the vocabulary."""
+    if tokenizer.eos_token is not None or _token_of(tokenizer, _end_id(model)) is not None:
+        return None
+    return ("neither its tokenizer nor its generation config names an end-of-sequence token in the vocabulary, "
+            "which CTranslate2 stops at")
+
+
+def _tokenizer_as_converter_sees_it(model: Any, tokenizer: Any) -> Any:
+    """``tokenizer``, or a copy with the special tokens the converter writes as strings (see the module docstring):
+    eos from the id ``generate`` stops at, bos from the model's start id (else the end token), unk empty (as
+    CTranslate2's own converters write a missing one: every token passed is in the vocabulary)."""
+    if all(getattr(tokenizer, name) is not None for name in ("bos_token", "eos_token", "unk_token")):
+        return tokenizer
+    eos = tokenizer.eos_token or _token_of(tokenizer, _end_id(model))
+    if eos is None:
+        raise CannotConvert(f"this {model.config.model_type!r} model cannot be converted: "
+                            f"{end_token_missing(model, tokenizer)}")
+    bos = tokenizer.bos_token or _token_of(tokenizer, _first_id(model, "bos_token_id")) or eos
+    return _SpecialTokens(tokenizer, bos, eos, tokenizer.unk_token if tokenizer.unk_token is not None else "")
+
+
+class _SpecialTokens:
+    """A tokenizer seen through other bos/eos/unk token strings; everything else is the tokenizer's."""
+
+    def __init__(self, tokenizer: Any, bos: str, eos: str, unk: str):
+        self._tokenizer, self.bos_token, self.eos_token, self.unk_token = tokenizer, bos, eos, unk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __len__(self) -> int:
+        return len(self._tokenizer)
+
+
+def _end_id(model: Any) -> int | None:
+    return _first_id(model, "eos_token_id")
+
+
+def _first_id(model: Any, name: str) -> int | None:
+    """The generation config's token id ``name`` (the first of a list), else the model config's."""
+    for config in (getattr(model, "generation_config", None), model.config):
+        value = getattr(config, name, None) if config is not None else None
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _token_of(tokenizer: Any, token_id: int | None) -> str | None:
+    """The token string of ``token_id`` (None: no id, or one outside the vocabulary)."""
+    if token_id is None or not 0 <= token_id < len(tokenizer):
+        return None
+    token = tokenizer.convert_ids_to_tokens(token_id)
+    return token if isinstance(token, str) else None
 
 
 def _converter_class() -> type:
