@@ -53,8 +53,11 @@ from textbox.utils.logging import get_logger
 _DROPPED_FIELDS = {"bart": {"normalize_before": False}, "mbart": {"normalize_before": True},
                    "pegasus": {"normalize_before": True, "normalize_embedding": False}}
 _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
-# Config fields that say where a model came from, not what it computes.
-_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
+# Config fields that say where a model came from, not what it computes. save_pretrained sets ``architectures`` and
+# ``dtype`` on the model it saves (the main process's, when it writes checkpoint_best): keyed, they made the other
+# processes of a run convert the same weights again. The weights' dtypes are keyed tensor by tensor, and the
+# converter reads neither (it is handed the model).
+_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version", "architectures", "dtype", "torch_dtype")
 _SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
 RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
 VALIDATION = "validation"  # the directory of validation conversions, shared by the processes using the cache

@@ -63,3 +63,15 @@ def test_a_conversion_another_process_published_first_is_kept(trained, tmp_path)
         (second / path.name).write_bytes(path.read_bytes())
     _publish(second, first)
     assert os.stat(first / "model.bin").st_ino == published and damage_of(first) is None
+
+
+def test_saving_a_model_leaves_its_conversion_key_alone(tiny_bart, tokenizer, tmp_path):
+    """save_pretrained sets config.architectures and config.dtype on the model it saves. On two processes only the
+    main one saves checkpoint_best, so the other's key differed at every later validation and it converted the same
+    weights again (and held a conversion of its own)."""
+    from textbox.decoding.ctranslate2_cache import content_key
+
+    model = copy.deepcopy(tiny_bart)
+    before = content_key(model, tokenizer, "float32")
+    model.save_pretrained(tmp_path / "checkpoint")
+    assert model.config.architectures and content_key(model, tokenizer, "float32") == before
