@@ -1,10 +1,12 @@
 """End to end with CTranslate2 decoding: a run trained with validation by generation (CTranslate2 by default for
 its model), testing its checkpoint with --decoding_backend=ctranslate2 on two processes, --input_file inference;
 outputs one per example in order and equal to transformers' decoding, one conversion per checkpoint content, the
-checkpoint directory left byte for byte as it was."""
+checkpoint directory left byte for byte as it was; a checkpoint with a BERT tokenizer decoded on CTranslate2, and an
+explicit ctranslate2 its checkpoint rules out refused before training."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import accelerate_two_cpu_processes, make_copy_dataset, run_in_process, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -66,4 +68,42 @@ def test_explicit_ctranslate2_is_refused_before_training(tmp_path: Path):
                       cwd=tmp_path)
     assert done.returncode == 2
     assert "--model=gru is an RNN, which CTranslate2 cannot run" in done.stderr
+    assert not (tmp_path / "saved").exists()
+
+
+def test_a_bert_tokenizer_checkpoint_validates_and_tests_on_ctranslate2(tmp_path: Path):
+    """A BART config saved with a BERT tokenizer (no bos/eos strings, as Chinese BART checkpoints ship) failed after
+    training ("type must be string, but is null") and lost its test pass. It now says up front, before training,
+    that CTranslate2 decodes, validates and tests on it, and ends with its figures."""
+    from tests.bert_vocab_helpers import save_bert_vocab_checkpoint
+
+    checkpoint = save_bert_vocab_checkpoint(tmp_path / "checkpoint", "bart")
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    code = run_in_process([f"--model_path={checkpoint}", f"--data_path={data}", "--dataset=copy", "--max_steps=2",
+                           "--valid_strategy=step", "--valid_steps=1", "--metrics=['bleu']",
+                           "--metrics_for_best_model=['bleu']", "--src_len=24", "--tgt_len=8", "--tracker=none",
+                           "--filename=run"], cwd=tmp_path)
+    assert code == 0
+    run = tmp_path / "saved" / "run"
+    log = (run / "project.log").read_text()
+    chosen = log.index("decoding with ctranslate2: --decoding_backend=auto: bart converts (translator)")
+    assert chosen < log.index("training: 32 examples") and "validation 2 at step 2: loss" in log
+    assert "decoding with transformers" not in log
+    assert set(json.loads((run / "results.json").read_text())["test"]) >= {"loss", "bleu"}
+    assert len((run / "generation.txt").read_text().splitlines()) == 8
+
+
+def test_explicit_ctranslate2_the_checkpoint_rules_out_is_refused_before_training(tmp_path: Path, capsys):
+    """A checkpoint whose generation config sets what CTranslate2 has no equal for was refused only when the first
+    validation decoded, after training had started; now before anything is written."""
+    from tests.bert_vocab_helpers import save_bert_vocab_checkpoint
+
+    checkpoint = save_bert_vocab_checkpoint(tmp_path / "checkpoint", "bart", repetition_penalty=1.3)
+    data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
+    code = run_in_process([f"--model_path={checkpoint}", f"--data_path={data}", "--dataset=copy",
+                           "--decoding_backend=ctranslate2", "--src_len=24", "--tgt_len=8"], cwd=tmp_path)
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "--decoding_backend=ctranslate2: repetition_penalty=1.3: transformers also penalises" in error
+    assert "Traceback" not in error and "training:" not in error
     assert not (tmp_path / "saved").exists()

@@ -11,7 +11,19 @@ with bitsandbytes weights (--quantization) is dequantised first, then merged in 
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
 its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
-that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again.
+that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again. A
+complete entry another process published first is kept as it is, never replaced under a process loading it.
+
+Validation converts new weights every time: those conversions go to ``<key>`` under ``ctranslate2/validation/``,
+which processes share (study workers, two runs, the ranks of one run). A process holds a lease on the entry it
+converts or uses (textbox.utils.leases) until its next validation conversion, and then removes every entry no
+process holds: each live process keeps one, and none removes an entry another is converting or loading.
+
+The converter writes the tokenizer's bos/eos/unk tokens into the converted config as strings, and CTranslate2
+refuses to load a null one. A tokenizer without them (a BERT tokenizer saved with a BART or GPT-2 config, as
+Chinese BART and GPT-2 checkpoints ship) is given, on the converter's copy, the tokens of the ids the model's
+generation config names: the end token ``generate`` stops at, and a start token the engine never decodes from
+here (the framework passes the decoder start token or the prompt itself).
 
 The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
 transformers 5 dropped but the converter reads (``normalize_before``, ``normalize_embedding``: whether the
@@ -25,7 +37,6 @@ import copy
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import time
 import weakref
@@ -34,6 +45,7 @@ from typing import Any
 
 import torch
 
+from textbox.utils import leases
 from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
 
@@ -41,15 +53,26 @@ from textbox.utils.logging import get_logger
 _DROPPED_FIELDS = {"bart": {"normalize_before": False}, "mbart": {"normalize_before": True},
                    "pegasus": {"normalize_before": True, "normalize_embedding": False}}
 _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
-# Config fields that say where a model came from, not what it computes.
-_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version")
+# Config fields that say where a model came from, not what it computes. save_pretrained sets ``architectures`` and
+# ``dtype`` on the model it saves (the main process's, when it writes checkpoint_best): keyed, they made the other
+# processes of a run convert the same weights again. The weights' dtypes are keyed tensor by tensor, and the
+# converter reads neither (it is handed the model).
+_PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version", "architectures", "dtype", "torch_dtype")
 _SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
 RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
+VALIDATION = "validation"  # the directory of validation conversions, shared by the processes using the cache
+_KEY = r"[0-9a-f]{32}"  # a content key (content_key): every name of an entry holds its key
 
 
-class CannotConvert(Exception):
+class CTranslate2Failed(Exception):
+    """CTranslate2 could not decode this model: its conversion, the loading of the converted model or a
+    translation failed. ``--decoding_backend=auto`` decodes with transformers instead (and says why); an explicit
+    ``ctranslate2`` stops with the message."""
+
+
+class CannotConvert(CTranslate2Failed):
     """The converter failed on this model (e.g. an OPT vocabulary that is no multiple of 8, a Marian model
-    without a Marian tokenizer): ``--decoding_backend=auto`` decodes with transformers instead."""
+    without a Marian tokenizer)."""
 
 
 def plain_model(model: Any) -> Any:
@@ -149,9 +172,39 @@ def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
 def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
                     latest_only: bool = False) -> tuple[Path, bool]:
     """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
-    ``latest_only`` (validation: new weights every time) keeps one conversion under ``validation/``."""
+    ``latest_only`` (validation: new weights every time): the conversion goes under ``validation/``, where this
+    process keeps only its latest (see the module docstring)."""
     key = content_key(model, tokenizer, quantization)
-    root = Path(cache_dir) / "ctranslate2" / ("validation" if latest_only else "")
+    root = Path(cache_dir) / "ctranslate2"
+    if not latest_only:
+        return _found_or_converted(model, tokenizer, root, key, quantization)
+    root = root / VALIDATION
+    root.mkdir(parents=True, exist_ok=True)
+    lease = leases.hold(root / f"{key}{leases.LOCK_SUFFIX}")  # from now on no process removes this entry
+    try:
+        found = _found_or_converted(model, tokenizer, root, key, quantization)
+    except BaseException:
+        lease.release()
+        raise
+    _hold_only(lease, root, key)
+    return found
+
+
+# This process's lease on its latest validation conversion: held until the next one (a decode loads the converted
+# model after converted_model returns; a Translator holds its weights in memory once loaded).
+_validation_lease: leases.Lease | None = None
+
+
+def _hold_only(lease: leases.Lease, root: Path, key: str) -> None:
+    """Keep ``lease``, give up the previous one, and remove the validation conversions no process holds."""
+    global _validation_lease
+    previous, _validation_lease = _validation_lease, lease
+    if previous is not None:  # the same entry again (the same weights validated twice) stays held by ``lease``
+        previous.release()
+    leases.remove_unheld(root, leases.key_in_name(_KEY), keep={key})
+
+
+def _found_or_converted(model: Any, tokenizer: Any, root: Path, key: str, quantization: str) -> tuple[Path, bool]:
     target = root / key
     if target.is_dir():
         damage = damage_of(target)
@@ -159,27 +212,38 @@ def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantizat
             return target, False
         get_logger().warning(f"the cached CTranslate2 conversion {target} is incomplete ({damage}): converting "
                              f"the model again")
-    if latest_only and root.is_dir():
-        for old in root.iterdir():
-            shutil.rmtree(old, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=root, prefix=".converting-") as work:
+    with tempfile.TemporaryDirectory(dir=root, prefix=f".converting-{key}-") as work:
         config_dir, output = Path(work) / "config", Path(work) / "model"
         seen = _as_converter_sees_it(model)
+        seen_tokenizer = _tokenizer_as_converter_sees_it(seen, tokenizer)
         seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
         try:
-            _InMemoryConverter(seen, tokenizer, str(config_dir)).convert(
+            _InMemoryConverter(seen, seen_tokenizer, str(config_dir)).convert(
                 str(output), quantization=quantization if quantization in _STORAGE_TYPES else None)
         except Exception as error:  # whatever the converter trips on, the model does not convert
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise CannotConvert(f"CTranslate2's converter cannot convert this {model.config.model_type!r} model "
                                 f"({type(error).__name__}: {reason})") from error
         _write_record(output)
-        swap_in(output, target)  # a damaged entry is replaced; a process that lost a race keeps the winner's copy
+        _publish(output, target)
     get_logger().info(f"converted the model for CTranslate2 ({quantization}) in {time.perf_counter() - started:.1f} s "
                       f"into {target}")
     return target, True
+
+
+def _publish(output: Path, target: Path) -> None:
+    """``output`` becomes ``target`` in one rename. A complete ``target`` another process published meanwhile (the
+    same content) is kept, never replaced under a process that may be loading it; a damaged one is replaced."""
+    try:
+        os.rename(output, target)
+        return
+    except OSError:
+        if not target.is_dir():
+            raise
+    if damage_of(target) is not None:
+        swap_in(output, target)
 
 
 def damage_of(directory: Path) -> str | None:
@@ -226,6 +290,65 @@ def _as_converter_sees_it(model: Any) -> Any:
         if not hasattr(seen.config, name):
             setattr(seen.config, name, value)
     return seen
+
+
+def end_token_missing(model: Any, tokenizer: Any) -> str | None:
+    """Why CTranslate2 cannot end this model's outputs (None: it can): neither the tokenizer nor the model's
+    generation config names an end-of-sequence token in the vocabulary."""
+    if tokenizer.eos_token is not None or _token_of(tokenizer, _end_id(model)) is not None:
+        return None
+    return ("neither its tokenizer nor its generation config names an end-of-sequence token in the vocabulary, "
+            "which CTranslate2 stops at")
+
+
+def _tokenizer_as_converter_sees_it(model: Any, tokenizer: Any) -> Any:
+    """``tokenizer``, or a copy with the special tokens the converter writes as strings (see the module docstring):
+    eos from the id ``generate`` stops at, bos from the model's start id (else the end token), unk empty (as
+    CTranslate2's own converters write a missing one: every token passed is in the vocabulary)."""
+    if all(getattr(tokenizer, name) is not None for name in ("bos_token", "eos_token", "unk_token")):
+        return tokenizer
+    eos = tokenizer.eos_token or _token_of(tokenizer, _end_id(model))
+    if eos is None:
+        raise CannotConvert(f"this {model.config.model_type!r} model cannot be converted: "
+                            f"{end_token_missing(model, tokenizer)}")
+    bos = tokenizer.bos_token or _token_of(tokenizer, _first_id(model, "bos_token_id")) or eos
+    return _SpecialTokens(tokenizer, bos, eos, tokenizer.unk_token if tokenizer.unk_token is not None else "")
+
+
+class _SpecialTokens:
+    """A tokenizer seen through other bos/eos/unk token strings; everything else is the tokenizer's."""
+
+    def __init__(self, tokenizer: Any, bos: str, eos: str, unk: str):
+        self._tokenizer, self.bos_token, self.eos_token, self.unk_token = tokenizer, bos, eos, unk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __len__(self) -> int:
+        return len(self._tokenizer)
+
+
+def _end_id(model: Any) -> int | None:
+    return _first_id(model, "eos_token_id")
+
+
+def _first_id(model: Any, name: str) -> int | None:
+    """The generation config's token id ``name`` (the first of a list), else the model config's."""
+    for config in (getattr(model, "generation_config", None), model.config):
+        value = getattr(config, name, None) if config is not None else None
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _token_of(tokenizer: Any, token_id: int | None) -> str | None:
+    """The token string of ``token_id`` (None: no id, or one outside the vocabulary)."""
+    if token_id is None or not 0 <= token_id < len(tokenizer):
+        return None
+    token = tokenizer.convert_ids_to_tokens(token_id)
+    return token if isinstance(token, str) else None
 
 
 def _converter_class() -> type:

@@ -15,9 +15,12 @@ into calls (``_by_prompt_length``):
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar
 
+from textbox.decoding.ctranslate2_cache import CTranslate2Failed
 from textbox.decoding.ctranslate2_settings import Ctranslate2Call, ctranslate2_call, rerank_cut_hypotheses
+
+Result = TypeVar("Result")
 
 
 Wait = Callable[..., list[list[list[str]]]]  # wait(done=...): each example's hypotheses, best first
@@ -89,18 +92,19 @@ class BatchDecoder:
             return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
                                      every_length=arguments["beam_size"] > 1)
 
-        pending = run(sources, asynchronous=True)
+        pending = engine_call(lambda: run(sources, asynchronous=True))
 
         def wait(done: Callable[[int], None] = _ignored) -> list[list[list[str]]]:
             found: list[_Found] = []
             reported = 0
             for result in pending:
-                found.append(_found(result.result(), call.rerank_cut))
+                found.append(_found(engine_call(result.result), call.rerank_cut))
                 if len(found) - reported == max_batch_size or len(found) == len(pending):  # an engine batch's worth
                     done(len(found) - reported)
                     reported = len(found)
             if call.stops_when_ended is not None:
-                _complete_cut_searches(found, sources, run, self.end_tokens[0], call.stops_when_ended)
+                engine_call(lambda: _complete_cut_searches(found, sources, run, self.end_tokens[0],
+                                                           call.stops_when_ended))
             return [self._pick(call, each) for each in found]
         return wait
 
@@ -114,6 +118,21 @@ class BatchDecoder:
             raise RuntimeError(f"CTranslate2 returned {len(hypotheses)} hypotheses for an example, expected "
                                f"{call.per_example}")
         return hypotheses
+
+
+def engine_call(call: Callable[[], Result]) -> Result:
+    """``call()`` (a call into the loaded Translator/Generator), its failure raised as CTranslate2Failed: auto then
+    decodes with transformers and says why."""
+    try:
+        return call()
+    except Exception as error:
+        raise CTranslate2Failed(f"CTranslate2 failed while decoding ({failure_text(error)})") from error
+
+
+def failure_text(error: BaseException) -> str:
+    """``Type: first line of the message``, for a log line or an error message."""
+    message = str(error).strip()
+    return f"{type(error).__name__}: {message.splitlines()[0]}" if message else type(error).__name__
 
 
 def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:

@@ -27,8 +27,8 @@ import torch
 from accelerate.utils import gather_object
 
 from textbox.config import TextBoxUserError
-from textbox.decoding.ctranslate2_cache import CannotConvert, converted_model, decoder_start_token, plain_model
-from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait
+from textbox.decoding.ctranslate2_cache import CTranslate2Failed, converted_model, decoder_start_token, plain_model
+from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait, failure_text
 from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
@@ -101,14 +101,14 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
 def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
                    options: DecodingOptions, seed: int | None = None, validation: bool = False) -> tuple[Any, Path]:
     """(the loaded Translator/Generator for ``model``, its directory): converted once (main process first, the
-    others then find it in the cache)."""
+    others then find it in the cache). A conversion or a load that fails raises CTranslate2Failed."""
     compute = compute_type(options, accelerator)
     failure = None
     with accelerator.main_process_first():  # every process reaches its barrier, converted or not
         try:
             path, _ = converted_model(plain_model(model), tokenizer, options.cache_dir, compute,
                                       latest_only=validation)
-        except CannotConvert as error:
+        except CTranslate2Failed as error:
             failure = error
     if failure is not None:
         raise failure
@@ -117,8 +117,12 @@ def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineC
         import ctranslate2
 
         ctranslate2.set_random_seed(seed)
-    engine = load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(),
-                         sampling=seed is not None)
+    try:
+        engine = load_engine(path, choice.kind, device, index, compute, torch.get_num_threads(),
+                             sampling=seed is not None)
+    except Exception as error:  # e.g. a config.json the engine cannot read
+        raise CTranslate2Failed(f"CTranslate2 could not load the converted model {path} "
+                                f"({failure_text(error)})") from error
     return engine, path
 
 
@@ -147,7 +151,26 @@ def _torch_threads_kept() -> Iterator[None]:
 def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
                           description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:
     """generate_sequences on CTranslate2: every process decodes its shard; all return, in dataset order, each
-    example's num_return_sequences texts (best first, as ``generate`` returns them)."""
+    example's num_return_sequences texts (best first, as ``generate`` returns them). A conversion, load or
+    translation that fails on any process raises CTranslate2Failed on every process (before any text is
+    returned), so that they all decode again with the same engine."""
+    failure = None
+    try:
+        indices, texts = _decoded_shard(accelerator, model, tokenizer, loader, settings, description, choice, options)
+    except CTranslate2Failed as error:
+        indices, texts, failure = [], [], str(error)
+    # Every process detokenised its own shard; the texts (not padded ids) cross over, once per decode.
+    shards = gather_object([(indices, texts, failure)])
+    failures = [failed for _, _, failed in shards if failed is not None]
+    if failures:
+        raise CTranslate2Failed(failures[0])
+    return in_dataset_order([(shard_indices, shard_texts) for shard_indices, shard_texts, _ in shards],
+                            len(loader.dataset))
+
+
+def _decoded_shard(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
+                   description: str, choice: EngineChoice, options: DecodingOptions) -> tuple[list[int], list[str]]:
+    """(the dataset index of every example of this process's shard, their texts: num_return_sequences each)."""
     from tqdm.auto import tqdm
 
     unwrapped = accelerator.unwrap_model(model)
@@ -185,9 +208,7 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
               leave=False) as progress:
         hypotheses = [hypothesis for wait in calls for found in wait(progress.update) for hypothesis in found]
     flat = tokens.ids([token for hypothesis in hypotheses for token in hypothesis])
-    texts = detokenized(tokenizer, _split(flat, [len(hypothesis) for hypothesis in hypotheses]))
-    # Every process detokenised its own shard; the texts (not padded ids) cross over, once per decode.
-    return in_dataset_order(gather_object([(indices, texts)]), len(loader.dataset))
+    return indices, detokenized(tokenizer, _split(flat, [len(hypothesis) for hypothesis in hypotheses]))
 
 
 def _tokens(tokens: TokenMap, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:

@@ -4,8 +4,14 @@
 (its Translator) and GPT-2/OPT/Llama (its Generator), and transformers' ``generate`` for the rest (the RNN
 models, EncoderDecoderModel pairs, prompt/prefix adapters, settings CTranslate2 has no equal for on the model's
 kind, models its converter fails on, weights split by FSDP or DeepSpeed ZeRO-3, bitsandbytes-quantised weights,
-which an explicit ``ctranslate2`` converts dequantised); one log line says which engine decodes and why. ``--decoding_backend=ctranslate2`` refuses, before anything is built, what would not run on
-CTranslate2 (``problems``, called by textbox.checks); ``transformers`` never converts.
+which an explicit ``ctranslate2`` converts dequantised); one log line says which engine decodes and why.
+``--decoding_backend=ctranslate2`` refuses, before anything is built, what the config alone shows would not run on
+CTranslate2 (``problems``, called by textbox.checks), and, once the model is built and before training, what the
+model shows (the run chooses its engines then: ``choose_engine``); ``transformers`` never converts.
+
+A conversion, a load of the converted model or a translation that fails while decoding (``after_failure``) is
+logged with its reason and decoded with transformers under auto (for that kind of decode, the rest of the run),
+and stops an explicit ctranslate2 with the reason.
 
 The run's options (``DecodingOptions.from_values(config)``) are built by the Evaluator and passed to
 ``generate_sequences`` for validation, test and ``--input_file``; a caller that passes none decodes with
@@ -53,7 +59,31 @@ class EngineChoice:
     kind: str = ""  # "translator" | "generator" for CTranslate2
 
 
-_logged: set[tuple[str, str]] = set()  # each distinct choice is logged once per process
+class EngineChoices:
+    """The engines one run decodes with. A choice is logged when it differs from the last one logged, so that the
+    latest "decoding with" line of a run's log names the engine of every decode after it, and a switch is never
+    silent. Once CTranslate2 failed for a kind of decode (``valid``, ``test``, ``generate``) under auto, that kind
+    stays on transformers for the rest of the run: its validation figures, compared with each other to choose the
+    best model, then come from one engine after the switch the log names."""
+
+    def __init__(self, keeps_failures: bool = True) -> None:
+        self._logged: EngineChoice | None = None
+        self.keeps_failures = keeps_failures
+        self.failures: dict[str, EngineChoice] = {}  # kind of decode -> transformers, since CTranslate2 failed
+
+    def record(self, choice: EngineChoice) -> EngineChoice:
+        if choice != self._logged:
+            from textbox.utils.logging import get_logger
+
+            get_logger().info(f"decoding with {choice.name}: {choice.reason}")
+            self._logged = choice
+        return choice
+
+
+# The choices of callers that keep none (a test, a benchmark): one record for the whole process, which forgets
+# failures (its decodes belong to no one run). A run keeps its own (the Evaluator's), so that its project.log names
+# its engine even when a study worker ran another run before it.
+_process_choices = EngineChoices(keeps_failures=False)
 
 
 def problems(config: Config) -> list[str]:
@@ -140,29 +170,35 @@ def _cuda_available() -> bool:
     return ctranslate2.get_cuda_device_count() > 0
 
 
-def choose_engine(model: Any, settings: dict[str, Any], description: str, options: DecodingOptions) -> EngineChoice:
-    """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged once per
-    distinct choice. An explicit ctranslate2 that cannot apply is an error naming what stands in the way."""
+def choose_engine(model: Any, settings: dict[str, Any], description: str, options: DecodingOptions,
+                  tokenizer: Any = None, choices: EngineChoices | None = None) -> EngineChoice:
+    """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged as
+    EngineChoices.record says. An explicit ctranslate2 that cannot apply is an error naming what stands in the
+    way. ``tokenizer``, when given, is checked for the end token the converted model needs."""
     from textbox.config import TextBoxUserError
 
+    choices = choices if choices is not None else _process_choices
     if options.backend == "transformers":
-        return _log(EngineChoice("transformers", "--decoding_backend=transformers"))
+        return choices.record(EngineChoice("transformers", "--decoding_backend=transformers"))
+    if options.backend == "auto" and description in choices.failures:
+        return choices.record(choices.failures[description])
     if options.sharded:  # no process holds the whole model (config validation refuses an explicit ctranslate2)
         kind, obstacle = "", (f"the weights are split over the processes ({options.sharded}), and CTranslate2 "
                               f"converts a whole model")
     else:
-        kind, obstacle = convertible(model, settings)
+        kind, obstacle = convertible(model, settings, tokenizer)
     if obstacle is None and options.backend == "auto":
         obstacle = _quantized_obstacle(model)
     if obstacle is None:
-        return _log(EngineChoice("ctranslate2", f"--decoding_backend={options.backend}: "
-                                               f"{_model_type(model)} converts ({kind}){_note(model, settings)}", kind))
+        return choices.record(EngineChoice(
+            "ctranslate2", f"--decoding_backend={options.backend}: {_model_type(model)} converts "
+                           f"({kind}){_note(model, settings)}", kind))
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {obstacle}; use --decoding_backend=auto "
                                f"(falls back to transformers) or transformers")
     unused = f" (--decoding_precision={options.precision} applies to CTranslate2 only)" \
         if options.precision != "auto" else ""
-    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
+    return choices.record(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
 
 
 def _quantized_obstacle(model: Any) -> str | None:
@@ -178,26 +214,34 @@ def _quantized_obstacle(model: Any) -> str | None:
             f"converts the dequantised, merged model (faster; outputs may differ)")
 
 
-def not_converted(why: str, options: DecodingOptions) -> EngineChoice:
-    """The engine once CTranslate2's converter failed on the model (``why``): transformers under auto, logged;
-    an explicit ctranslate2 is an error naming why."""
+def after_failure(why: str, description: str, options: DecodingOptions,
+                  choices: EngineChoices | None = None) -> EngineChoice:
+    """The engine once CTranslate2 failed on the model (``why``: its conversion, loading or a translation):
+    transformers under auto, logged, and kept for this kind of decode for the rest of the run; an explicit
+    ctranslate2 is an error naming why."""
     from textbox.config import TextBoxUserError
 
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {why}; use --decoding_backend=auto (falls back to "
                                f"transformers) or transformers")
-    return _log(EngineChoice("transformers", f"--decoding_backend={options.backend}: {why}"))
+    choices = choices if choices is not None else _process_choices
+    if not choices.keeps_failures:
+        return choices.record(EngineChoice("transformers", f"--decoding_backend={options.backend}: {why}"))
+    choices.failures[description] = EngineChoice("transformers", f"--decoding_backend={options.backend}: {why}; "
+                                                                 f"this run's later {description} decodes stay "
+                                                                 f"on transformers")
+    return choices.record(choices.failures[description])
 
 
 # Validation by generation converts the just-trained weights at every validation: the conversion costs less
 # than the decoding time it saves on all but the smallest validation sets (docs/speedups.md, 'why validation
-# converts'). Only the latest validation conversion is kept on disk
+# converts'). Each process keeps only its latest validation conversion on disk
 # (textbox.decoding.ctranslate2_cache.converted_model).
 
 
-def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
-    """("translator" | "generator", None) when CTranslate2 can decode ``model`` with ``settings``, else
-    ("", why not)."""
+def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> tuple[str, str | None]:
+    """("translator" | "generator", None) when CTranslate2 can decode ``model`` with ``settings`` (and the end
+    token of ``tokenizer``, when given), else ("", why not)."""
     from textbox.decoding.ctranslate2_settings import unsupported_settings
 
     inner, why = _plain_model(model)
@@ -215,6 +259,11 @@ def convertible(model: Any, settings: dict[str, Any]) -> tuple[str, str | None]:
                     f"(it converts {', '.join(_CONVERTED_TYPES)})")
     problems = unsupported_settings(settings, inner.generation_config, decoder_start=_decoder_start(inner, kind),
                                     decoder_only=kind == "generator")
+    if tokenizer is not None:
+        from textbox.decoding.ctranslate2_cache import end_token_missing
+
+        missing = end_token_missing(inner, tokenizer)
+        problems.extend([f"this {model_type!r} model cannot be converted: {missing}"] if missing else [])
     if problems:
         return "", "; ".join(problems)
     return kind, None
@@ -246,13 +295,3 @@ def _model_type(model: Any) -> str | None:
 
 def _decoder_start(model: Any, kind: str) -> int | None:
     return model.config.decoder_start_token_id if kind == "translator" else None
-
-
-def _log(choice: EngineChoice) -> EngineChoice:
-    from textbox.utils.logging import get_logger
-
-    key = (choice.name, choice.reason)
-    if key not in _logged:
-        _logged.add(key)
-        get_logger().info(f"decoding with {choice.name}: {choice.reason}")
-    return choice

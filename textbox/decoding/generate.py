@@ -16,9 +16,9 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
-from textbox.decoding.ctranslate2_cache import CannotConvert
+from textbox.decoding.ctranslate2_cache import CTranslate2Failed
 from textbox.decoding.ctranslate2_engine import ctranslate2_sequences
-from textbox.decoding.engine import DecodingOptions, choose_engine, not_converted
+from textbox.decoding.engine import DecodingOptions, EngineChoices, after_failure, choose_engine
 from textbox.decoding.transformers_engine import transformers_sequences
 from textbox.utils.atomic import write_text_atomic
 
@@ -38,28 +38,30 @@ def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict
 
 
 def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                   settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None) -> list[str]:
+                   settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None,
+                   choices: EngineChoices | None = None) -> list[str]:
     """The first (best) generation of every example, in dataset order, on every process."""
-    sequences = generate_sequences(accelerator, model, tokenizer, loader, settings, description, decoding)
+    sequences = generate_sequences(accelerator, model, tokenizer, loader, settings, description, decoding, choices)
     return [texts[0] for texts in sequences]
 
 
 @torch.no_grad()
 def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                       settings: dict[str, Any], description: str,
-                       decoding: DecodingOptions | None = None) -> list[list[str]]:
+                       settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None,
+                       choices: EngineChoices | None = None) -> list[list[str]]:
     """Decode every batch (each carries its examples' ``index``); every process returns, in dataset order, each
     example's num_return_sequences texts in generate's order (best first), whatever the batch order and the
     number of processes. ``decoding`` (the run's --decoding_backend/--decoding_precision; transformers when
-    None) chooses the engine: CTranslate2 where the model converts and the settings map, else transformers."""
+    None) chooses the engine: CTranslate2 where the model converts and the settings map, else transformers.
+    ``choices``: the run's record of its engines (textbox.decoding.engine.EngineChoices)."""
     decoding = decoding or DecodingOptions()
-    engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding)
+    engine = choose_engine(accelerator.unwrap_model(model), settings, description, decoding, tokenizer, choices)
     if engine.name == "ctranslate2":
         try:
             return ctranslate2_sequences(accelerator, model, tokenizer, loader, settings, description, engine,
                                          decoding)
-        except CannotConvert as error:  # raised before any batch is decoded
-            not_converted(str(error), decoding)
+        except CTranslate2Failed as error:  # raised on every process, before any text is returned
+            after_failure(str(error), description, decoding, choices)
     return transformers_sequences(accelerator, model, tokenizer, loader, settings, description)
 
 

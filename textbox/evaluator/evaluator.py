@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 
 from textbox.config import Config
 from textbox.data.split import Split
-from textbox.decoding.engine import DecodingOptions
+from textbox.decoding.engine import DecodingOptions, EngineChoices, choose_engine
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.decoding.generate import generate_sequences, generation_settings
 from textbox.evaluator.metrics.perplexity import perplexity_of
@@ -32,6 +32,7 @@ class Evaluator:
         self.collator = collator
         self.generation = generation_settings(config.generation_kwargs, config.tgt_len)
         self.decoding = DecodingOptions.from_values(config)  # which engine decodes (--decoding_backend, ...)
+        self.engines = EngineChoices()  # the engines this run decoded with: a switch is logged (decoding.engine)
 
     # --- batches ------------------------------------------------------------------------------
     def loader(self, data: Any) -> DataLoader:
@@ -75,7 +76,27 @@ class Evaluator:
     def generate(self, model: torch.nn.Module, loader: DataLoader, description: str) -> list[list[str]]:
         """Each example's num_return_sequences generations (best first), in dataset order, on every process."""
         return generate_sequences(self.accelerator, model, self.tokenizer, loader, self.generation, description,
-                                  self.decoding)
+                                  self.decoding, self.engines)
+
+    def decodes(self, validates: bool) -> list[str]:
+        """The kinds of decode this run makes: validation by generation (when ``validates`` and a non-loss figure
+        chooses the best model), then --input_file generation or the test pass (none when pre-training)."""
+        wanted = [name.lower() for name in self.config.metrics_for_best_model]
+        kinds = ["valid"] if validates and needs_generation(wanted) else []
+        if self.config.input_file:
+            kinds.append("generate")
+        elif self.config.do_test and not self.config.pretrain_task:
+            kinds.append("test")
+        return kinds
+
+    def choose_engines(self, model: torch.nn.Module, descriptions: list[str]) -> None:
+        """Choose, before training, the engine of each kind of decode the run will make (``valid``, ``test``,
+        ``generate``): the log says it up front, and an explicit --decoding_backend=ctranslate2 that the model
+        (its type, its generation config, its tokenizer's end token) rules out stops the run before its first
+        step. The decodes choose again (the same model kind, so the same engine, unless CTranslate2 fails)."""
+        for description in descriptions:
+            choose_engine(self.accelerator.unwrap_model(model), self.generation, description, self.decoding,
+                          self.tokenizer, self.engines)
 
     def score(self, texts: list[str], split: Split, loss: float | None = None) -> tuple[dict[str, float],
                                                                                       dict[str, dict[str, Any]]]:

@@ -85,6 +85,10 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     if config.resume and find_resume_dir(run.run_dir) is not None:  # a damaged checkpoint_last is named first
         check_resume_files(accelerator, run.run_dir / LAST)
     built = build(config, accelerator, logger)
+    evaluator = Evaluator(config, accelerator, built.tokenizer, make_collator(config, built.tokenizer))
+    decodes = evaluator.decodes(validates="valid" in built.splits)
+    # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
+    main_process_first(accelerator, lambda: evaluator.choose_engines(built.model, decodes))
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
         check_free_space(run.run_dir, peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
     make_run_dir(run.run_dir, config, accelerator)
@@ -92,7 +96,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         attach_log_file(run.run_dir)
     try:
         _open_run_directory(run)
-        results, examples = _fit_and_evaluate(run, built, on_validation)
+        results, examples = _fit_and_evaluate(run, built, evaluator, on_validation)
         write_results(run, results, started, examples)
     except BaseException as error:
         shown = failed(run, error)
@@ -149,15 +153,14 @@ def _open_run_directory(run: RunContext) -> None:
         run.accelerator.init_trackers("textbox", config=tracker_hparams(run.config))
 
 
-def _fit_and_evaluate(run: RunContext, built: Built, on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
+def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
+                      on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
     """Train (when do_train), then test or generate, with one Evaluator for validation and test; the results and
     the test examples to show."""
     log_model_size(run.config, built.model, run.logger)
-    collator = make_collator(run.config, built.tokenizer)
-    evaluator = Evaluator(run.config, run.accelerator, built.tokenizer, collator)
     trained = Trained(built.model)
     if run.config.do_train:
-        trainer = Trainer(run.config, run.accelerator, built.model, built.tokenizer, collator, run.run_dir,
+        trainer = Trainer(run.config, run.accelerator, built.model, built.tokenizer, evaluator.collator, run.run_dir,
                           run.logger, built.efficient)
         trained = fit(run, trainer, built, evaluator, on_validation)
     evaluated = evaluate(run, built, evaluator, trained)
