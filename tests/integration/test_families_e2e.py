@@ -35,13 +35,7 @@ def _converts(name: str) -> bool:
 # Settings CTranslate2 refuses on purpose: M2M100 and NLLB force their target language's code as the first token
 # (forced_bos_token_id), which CTranslate2 cannot do alike with beams (textbox.decoding.ctranslate2_settings).
 _REFUSED = {("m2m_100", 2), ("nllb", 2)}
-# transformers 5 never scales an mT5 decoder's outputs by d_model**-0.5, and always sets tie_word_embeddings,
-# which CTranslate2's converter reads as "scale them": the scores differ, greedy choices do not. The conversion
-# settings are textbox/decoding/ctranslate2_cache.py's (being reworked elsewhere); strict: the fix will flip it.
-_KNOWN = {("mt5", 2): pytest.mark.xfail(strict=True, reason="CTranslate2's converter scales mT5's decoder outputs "
-                                                            "by d_model**-0.5: transformers 5 sets tie_word_embeddings")}
-ENGINE_CASES = [pytest.param(name, beams, id=f"{name}-{'greedy' if beams == 1 else 'beam2'}",
-                             marks=[_KNOWN[name, beams]] if (name, beams) in _KNOWN else [])
+ENGINE_CASES = [pytest.param(name, beams, id=f"{name}-{'greedy' if beams == 1 else 'beam2'}")
                 for name in FAMILIES if _converts(name) for beams in (1, 2) if (name, beams) not in _REFUSED]
 
 

@@ -50,6 +50,12 @@ from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
 
 # Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
+# T5-family converters scale the decoder outputs by d_model**-0.5 when config.tie_word_embeddings says so (the rule of
+# transformers 4), but transformers 5 always sets that field and decides with scale_decoder_outputs (T5; a config
+# saved with tie_word_embeddings false turns it off), and never scales mT5's: the field is set to what the model does.
+_SCALES_DECODER_OUTPUTS = ("t5", "mt5", "umt5")
+# Bumped when the conversion of the same model changes (a fix above): entries converted before are converted again.
+_CONVERSION_REVISION = 2
 _DROPPED_FIELDS = {"bart": {"normalize_before": False}, "mbart": {"normalize_before": True},
                    "pegasus": {"normalize_before": True, "normalize_embedding": False}}
 _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
@@ -126,7 +132,7 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
     digest.update(_vocabulary_digest(tokenizer))
     special = {name: str(getattr(tokenizer, name, None)) for name in _SPECIAL_TOKENS}
     digest.update(json.dumps([special, tokenizer.special_tokens_map], sort_keys=True, default=str).encode())
-    digest.update(f"{quantization}:{ctranslate2.__version__}".encode())
+    digest.update(f"{quantization}:{ctranslate2.__version__}:{_CONVERSION_REVISION}".encode())
     return digest.hexdigest()[:32]
 
 
@@ -289,6 +295,8 @@ def _as_converter_sees_it(model: Any) -> Any:
     for name, value in _DROPPED_FIELDS.get(seen.config.model_type, {}).items():
         if not hasattr(seen.config, name):
             setattr(seen.config, name, value)
+    if seen.config.model_type in _SCALES_DECODER_OUTPUTS:
+        seen.config.tie_word_embeddings = bool(getattr(seen.config, "scale_decoder_outputs", False))
     return seen
 
 
