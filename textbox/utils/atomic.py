@@ -13,20 +13,35 @@ from typing import Iterator
 def atomic_directory(final: Path) -> Iterator[Path]:
     """Yield an empty staging directory next to ``final``; when the block succeeds it becomes ``final``.
 
-    An existing ``final`` (an older best checkpoint) is first renamed aside and deleted only once the new one
-    is in place, so at every instant a complete version exists under ``final`` or ``aside(final)``
-    (restore_interrupted puts it back). If another process publishes the same ``final`` at the same moment
-    (several ranks building one cache), the copy that got there first is kept: both hold the same data.
+    A ``final`` that was there when the block began (an older best checkpoint, a damaged cache entry) is first
+    renamed aside and deleted only once the new one is in place, so at every instant a complete version exists under
+    ``final`` or ``aside(final)`` (restore_interrupted puts it back). A ``final`` that another process published
+    while the block ran (study workers or ranks building one cache entry) is kept, never replaced under a process
+    that may be reading it: both hold the same data.
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    replacing = final.exists()
     staging = _sibling(final, "partial")
     staging.mkdir()
     try:
         yield staging
-        swap_in(staging, final)
+        if replacing:
+            swap_in(staging, final)
+        else:
+            publish_new(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def publish_new(staging: Path, final: Path) -> None:
+    """``staging`` becomes ``final`` in one rename, unless another process published ``final`` first: theirs is
+    kept (a rename onto a directory that holds files fails)."""
+    try:
+        os.rename(staging, final)
+    except OSError:
+        if not final.is_dir():
+            raise
 
 
 def swap_in(staging: Path, final: Path) -> None:

@@ -29,6 +29,19 @@ def test_directory_replaces_an_older_copy(tmp_path):
     assert [p.name for p in final.iterdir()] == ["step2.txt"]
 
 
+def test_an_entry_another_process_published_meanwhile_is_kept_not_replaced_under_it(tmp_path):
+    """Two study workers tokenising the same split into one cache: the one that finishes second must not move the
+    first one's entry away while the first may be reading it."""
+    final = tmp_path / "tokenized-train-abc"
+    with atomic_directory(final) as staging:
+        (staging / "data.arrow").write_text("second")
+        final.mkdir()  # the other worker publishes first
+        (final / "data.arrow").write_text("first")
+        inode = (final / "data.arrow").stat().st_ino
+    assert (final / "data.arrow").read_text() == "first" and (final / "data.arrow").stat().st_ino == inode
+    assert [p.name for p in tmp_path.iterdir()] == ["tokenized-train-abc"]  # the second copy is gone
+
+
 def test_text_file_is_replaced_whole(tmp_path):
     path = tmp_path / "sub" / "results.json"
     write_text_atomic(path, "old")
