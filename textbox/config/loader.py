@@ -93,6 +93,13 @@ class Config(Mapping[str, Any]):
         """Key ``name`` as messages name it: ``--name``, ``name (default)`` or ``name (from <file>)``."""
         return where(name, self._sources)
 
+    def typed(self, name: str) -> bool:
+        """Whether the user gave ``name`` for this run: on the command line (a study's overrides too) or in a
+        --config_files file. A default, configs/overall.yaml, a model or dataset yaml and a run's config.yaml are
+        not typed: a length from them is fitted to the model (textbox.model.lengths), a typed one is honoured."""
+        origin = self.source_of(name)
+        return origin == "command line" or origin in self._values.get("config_files", ())
+
     @property
     def notes(self) -> tuple[str, ...]:
         """What the loader decided for the user (model family read from a checkpoint, a run's config.yaml as a
@@ -101,8 +108,12 @@ class Config(Mapping[str, Any]):
 
     def replace(self, **changes: Any) -> "Config":
         """A copy with some keys changed (not re-validated: use for runtime-derived values only)."""
+        return self.replace_from("runtime", **changes)
+
+    def replace_from(self, origin: str, /, **changes: Any) -> "Config":
+        """``replace``, the changed keys recorded as set by ``origin`` (what messages and the log name)."""
         values = {**self._values, **changes}
-        sources = {**self._sources, **{k: "runtime" for k in changes}}
+        sources = {**self._sources, **{k: origin for k in changes}}
         entry_sources = {k: v for k, v in self._entry_sources.items() if k not in changes}
         return Config(values, sources, self._notes, entry_sources)
 

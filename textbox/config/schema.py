@@ -123,9 +123,18 @@ _key("data", "src_field", "str", "src", "Column holding the source text (non-pla
 _key("data", "tgt_field", "str", "tgt", "Column holding the target text or a list of references.")
 _key("data", "group_references", "bool", False,
      "In valid/test, merge consecutive examples with the same source into one with several references.")
-_key("data", "src_len", "int", 256, "Maximum source length in tokens, prompts and special tokens included.")
+_LENGTH_FITTING = (
+    " Fitted to the model when it comes from a default or a yaml (configs/overall.yaml, the model and dataset yamls, "
+    "a tested run's config.yaml): lowered to its positions (a decoder-only LM's source and target share them: "
+    "split in proportion, TextBox 2.0's rule), to a pretrained tokenizer's model_max_length and around virtual "
+    "tokens of prompt/prefix tuning, with a log line; the run's config.yaml and results.json (fitted_lengths) "
+    "record what ran. Given on the command line or in a --config_files file it is kept, or refused (exit 2) when "
+    "the model cannot hold it.")
+_key("data", "src_len", "int", 256,
+     "Maximum source length in tokens, prompts and special tokens included." + _LENGTH_FITTING)
 _key("data", "tgt_len", "int", 64,
-     "Maximum target length in tokens, special tokens included; also the default generation length.")
+     "Maximum target length in tokens, special tokens included; also the default generation length (both decoding "
+     "engines)." + _LENGTH_FITTING)
 _key("data", "truncate", "str", "tail",
      "Which end of a too-long source is cut: tail keeps the beginning, head keeps the end.", ("tail", "head"))
 _key("data", "prefix_prompt", "str|None", None,

@@ -5,12 +5,15 @@ saved, beside the base model's path); applying a method needs to know whether th
 from separate encoder/decoder checkpoints (its new cross-attention must train). These facts travel in the record,
 never as attributes stuck on library objects. Builders fill ``model``, ``tokenizer`` and ``warm_started``;
 textbox.model.build.build_model adds ``efficient`` (from an efficient checkpoint it loaded, or the method it
-applied). Nothing heavy is imported here.
+applied) and ``fitting`` (the lengths fitted to the model, textbox.model.lengths). Nothing heavy is imported here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+if TYPE_CHECKING:  # textbox.model.lengths imports torch
+    from textbox.model.lengths import Fitting
 
 
 class TrainingTexts(Protocol):
@@ -39,3 +42,4 @@ class BuiltModel:
     tokenizer: Any
     efficient: EfficientRecord | None = None
     warm_started: bool = False  # an EncoderDecoderModel from encoder/decoder checkpoints: new cross-attention
+    fitting: Fitting | None = None  # the config with its lengths fitted to this model: what the run goes on with
