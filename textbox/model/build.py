@@ -65,6 +65,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
         log.info(f"attention: {attention}" + (" (auto: bf16 on a CPU)" if config.attn_implementation == "auto" else ""))
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
+    embed_every_id(built.model, built.tokenizer, log.info)
     add_tokens(config.tokenizer_add_tokens, built.model, built.tokenizer, log.info)
     apply_languages(config, built.model, built.tokenizer, log.info)
     if config.efficient_methods:
@@ -109,14 +110,42 @@ def add_tokens(tokens: Sequence[str], model: Any, tokenizer: Any, log: Callable[
     if not tokens:
         return
     added = tokenizer.add_tokens(list(tokens))
-    rows = model.get_input_embeddings().weight.shape[0]
     needed = max(len(tokenizer), max(tokenizer.convert_tokens_to_ids(list(tokens))) + 1)
-    if needed > rows:
+    rows, grown = grow_embeddings(model, needed, "--tokenizer_add_tokens")
+    log(f"tokenizer_add_tokens: {added} of {len(tokens)} tokens added to the tokenizer (the others it had); "
+        f"embeddings {rows} -> {grown} rows")
+
+
+def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> None:
+    """A tokenizer that writes more ids than the model embeds (tokens added by --tokenizer_kwargs, e.g. TextBox
+    2.0's additional_special_tokens=['<sep>'], each one token in transformers 5) gets the embeddings grown to them."""
+    added = tokenizer.get_added_vocab().values() if hasattr(tokenizer, "get_added_vocab") else ()
+    needed = max(len(tokenizer), max(added, default=-1) + 1)
+    rows, grown = grow_embeddings(model, needed, "--tokenizer_kwargs")
+    if grown != rows:
+        log(f"the tokenizer writes {needed} ids (its added tokens included) and the model embedded {rows}: "
+            f"embeddings {rows} -> {grown} rows (the new rows start untrained)")
+
+
+def grow_embeddings(model: Any, needed: int, named: str) -> tuple[int, int]:
+    """The model's embedding rows before and after growing them to ``needed`` (an EncoderDecoderModel's halves
+    each, as transformers asks); a TextBoxUserError naming ``named`` when the model cannot grow them."""
+    rows = model.get_input_embeddings().weight.shape[0]
+    if needed <= rows:
+        return rows, rows
+    try:
         try:
             model.resize_token_embeddings(needed)
-        except (NotImplementedError, AttributeError) as error:
-            raise TextBoxUserError(f"--tokenizer_add_tokens: the {type(model).__name__} cannot grow its embeddings "
-                                   f"({error}); drop tokenizer_add_tokens") from error
-        model.config.vocab_size = model.get_input_embeddings().weight.shape[0]
-    log(f"tokenizer_add_tokens: {added} of {len(tokens)} tokens added to the tokenizer (the others it had); "
-        f"embeddings {rows} -> {model.get_input_embeddings().weight.shape[0]} rows")
+        except NotImplementedError:  # EncoderDecoderModel: "use the respective methods of the wrapped objects"
+            halves = [getattr(model, "encoder", None), getattr(model, "decoder", None)]
+            if any(half is None or not hasattr(half, "resize_token_embeddings") for half in halves):
+                raise
+            for half in halves:
+                half.resize_token_embeddings(needed)
+            model.config.encoder.vocab_size = model.config.decoder.vocab_size = needed
+    except (NotImplementedError, AttributeError) as error:
+        raise TextBoxUserError(f"{named}: the {type(model).__name__} cannot grow its embeddings to the {needed} ids "
+                               f"its tokenizer now writes ({error}); drop the added tokens") from error
+    grown = model.get_input_embeddings().weight.shape[0]
+    model.config.vocab_size = grown
+    return rows, grown

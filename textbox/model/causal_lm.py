@@ -31,7 +31,6 @@ from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
-from textbox.utils.logging import get_logger
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -46,11 +45,6 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
                                f"(or --model=seq2seq)")
     model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch, quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, path)
-    embeddings = model.get_input_embeddings().num_embeddings
-    if len(tokenizer) > embeddings:
-        get_logger().warning(f"the tokenizer has {len(tokenizer)} tokens but the model only {embeddings} "
-                             f"embeddings: resized (the new rows start untrained)")
-        model.resize_token_embeddings(len(tokenizer))
     set_generation_length(model, config.tgt_len)
     return BuiltModel(model, tokenizer)
 
