@@ -19,7 +19,8 @@ import yaml
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
 from textbox.config.families import yaml_names
-from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer
+from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer,
+                                   with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.config.textbox_translate import check_translations, translate_layer
@@ -187,6 +188,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
     layers: list[Layer] = [overall, *named, *_family_files(config_dir, current("model"), current("dataset"), problems),
                            *upper]
+    layers = with_model_sections(layers, current("model"), run.values if run else None, problems)
     # TextBox 2.0's names become ours in every layer (textbox/config/textbox_names.py), each with a log line.
     translation_checks: list = []
     layers = [(origin, layer if run is not None and layer is run.values else

@@ -85,6 +85,12 @@ _key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
 _key("run", "filename", "str|None", None,
      "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new run).")
 _key("run", "config_files", "list[str]", [], "Extra yaml files merged after the model and dataset yamls.")
+_key("run", "per_model", "dict", {},
+     "Settings for one model only, {model name: {key: value}}: the section of the run's --model (as chosen or read "
+     "from the checkpoint) applies as a layer right after the file (or command line) that holds it; the others are "
+     "not read. Dataset yamls keep model-specific settings here (pydoc_keywords.yaml: the transformer's dropout), "
+     "so that another family is not handed a setting its config lacks. A section may not set model, model_path, "
+     "dataset, data_path or per_model.")
 _key("run", "seed", "int", 2020, "Random seed for Python, NumPy and torch (and data order).")
 _key("run", "do_train", "bool", True, "Train the model.")
 _key("run", "do_valid", "bool", True, "Validate during training (needs do_train).")
