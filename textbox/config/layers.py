@@ -17,6 +17,7 @@ from textbox.config.checkpoint_family import Detected, FamilyError, compatible, 
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
+from textbox.config.textbox_translate import is_textbox_data_root
 from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where
@@ -146,8 +147,8 @@ def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, probl
     if given(upper, "dataset") is None:
         data_path = given([overall, *upper], "data_path")
         data_format = given([overall, *upper], "data_format")
-        if data_path and isinstance(data_path[0], str) and data_path[0] and \
-                (data_format is None or str(data_format[0]).lower() != "hub"):
+        if data_path and isinstance(data_path[0], str) and data_path[0] and not is_textbox_data_root(data_path[0]) \
+                and (data_format is None or str(data_format[0]).lower() != "hub"):
             name = Path(data_path[0]).expanduser().resolve().name
             if name:
                 layers.append((f"the directory name of data_path {data_path[0]}", {"dataset": name}))

@@ -23,7 +23,7 @@ from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers
                                    with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.config.textbox_translate import check_translations, translate_layer
+from textbox.config.textbox_translate import check_translations, translate_data_path, translate_layer
 from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
 
@@ -196,6 +196,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
     values, sources, entry_sources = _merge(layers, run, problems, notes)
     values["config_files"] = extra_files
+    translate_data_path(values, sources, run.origin if run else None, notes)
     _resolve_warmup(layers, values, sources, problems, notes)
     _pretraining_tests(values, sources, notes)
     problems.extend(check_translations(translation_checks, values))
