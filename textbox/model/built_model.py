@@ -9,11 +9,10 @@ applied) and ``fitting`` (the lengths fitted to the model, textbox.model.lengths
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
 
-if TYPE_CHECKING:  # textbox.model.lengths imports torch
-    from textbox.model.lengths import Fitting
+from textbox.config import Config
 
 
 class TrainingTexts(Protocol):
@@ -32,6 +31,27 @@ class EfficientRecord:
     unfreeze: bool  # the whole model trains too, so the whole model is saved
     base_model_path: str | None  # where the base loads from again (absolute when local)
     quantization: Any = None  # textbox.model.quantization.Quantization of the base, kept beside the adapter
+
+
+@dataclass(frozen=True)
+class Fitting:
+    """The run's config with its lengths fitted to the model (textbox.model.lengths), and what changed: key ->
+    (before, after), and why."""
+
+    config: Config
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    why: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """results.json's ``fitted_lengths`` ({} when nothing changed)."""
+        if not self.changed:
+            return {}
+        return {**{key: {"given": before, "fitted": after} for key, (before, after) in self.changed.items()},
+                "why": self.why}
+
+    def log_line(self) -> str:
+        changes = ", ".join(f"{key} {before} -> {after}" for key, (before, after) in self.changed.items())
+        return f"lengths fitted to the model: {changes}: {self.why}"
 
 
 @dataclass(frozen=True)

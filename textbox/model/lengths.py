@@ -34,32 +34,13 @@ from typing import Any
 import torch
 
 from textbox.config import Config, TextBoxUserError
+from textbox.model.built_model import Fitting
 from textbox.model.efficient import virtual_tokens
 
 FITTED = "fitted to the model"  # the origin the fitted keys carry (the log's config lines, messages)
 # transformers marks "no limit" with a huge model_max_length (1e30); anything this large is no limit
 _NO_LIMIT = 10 ** 9
 _RETYPE = "(a length from a default or a yaml is fitted to the model; one you give is kept, or refused like this)"
-
-
-@dataclass(frozen=True)
-class Fitting:
-    """The run's config with its lengths fitted, and what changed: key -> (before, after), and why."""
-
-    config: Config
-    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
-    why: str = ""
-
-    def record(self) -> dict[str, Any]:
-        """results.json's ``fitted_lengths`` ({} when nothing changed)."""
-        if not self.changed:
-            return {}
-        return {**{key: {"given": before, "fitted": after} for key, (before, after) in self.changed.items()},
-                "why": self.why}
-
-    def log_line(self) -> str:
-        changes = ", ".join(f"{key} {before} -> {after}" for key, (before, after) in self.changed.items())
-        return f"lengths fitted to the model: {changes}: {self.why}"
 
 
 @dataclass
