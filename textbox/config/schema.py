@@ -156,7 +156,9 @@ _key("model", "config_kwargs", "dict", {},
      "setting is an error. Over a checkpoint only the settings you set apply (not the model yaml's), and sizes "
      "cannot change (docs/model_keys.md).")
 _key("model", "tokenizer_kwargs", "dict", {},
-     "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
+     "Passed to AutoTokenizer.from_pretrained: its own settings and transformers' (additional_special_tokens, "
+     "model_max_length, ...; added tokens are one token each, the model's embeddings grown to hold them); an "
+     "unknown setting is an error. For model=transformer and "
      "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
 _key("model", "tokenizer_path", "str|None", None,
      "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "
