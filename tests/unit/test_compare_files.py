@@ -41,7 +41,8 @@ def test_each_file_is_scored_with_the_datasets_metrics_and_the_systems_compared(
     ([], "no output files given"),
     (["--dataset", "samsum", "{out}"], "--dataset: give options as --key=value"),
     (["--dataset=samsum", "--data_path={data}", "{missing}"], "output file {missing} does not exist"),
-    (["--dataset=samsum", "--data_path={data}", "{short}"], "{short} has 2 lines, but the test split of 'samsum' has 6"),
+    (["--dataset=samsum", "--data_path={data}", "{short}"],
+     "{short} has 2 lines, but the test split of 'samsum' has 6"),
     (["--dataset=samsum", "--data_path={data}", "--metrcs=['bleu']", "{out}"], "did you mean 'metrics'"),
 ])
 def test_bad_input_is_one_message_and_exit_2(outputs, tmp_path, capsys, argv, message):
