@@ -92,6 +92,19 @@ def test_yaml_lengths_are_fitted_to_an_encoder_decoders_tables_and_the_line_says
     assert fit_lengths(unchanged, _model("bart"), NO_LIMIT).config is unchanged  # nothing to fit: the same config
 
 
+def test_bert2bert_on_samsums_settings_fits_its_512_positions():
+    """TextBox 2.0's `--model=BERT2BERT ... --dataset=samsum`: both BERT halves' position tables bound the lengths."""
+    from transformers import BertConfig, EncoderDecoderConfig, EncoderDecoderModel
+
+    half = dict(vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                max_position_embeddings=512)
+    pair = EncoderDecoderModel(EncoderDecoderConfig.from_encoder_decoder_configs(
+        BertConfig(**half), BertConfig(**half, is_decoder=True, add_cross_attention=True)))
+    assert position_limits(pair) == {"encoder": 512, "decoder": 512}
+    fitting = fit_lengths(config(yaml={"src_len": 1024, "tgt_len": 128}), pair, SimpleNamespace(model_max_length=512))
+    assert fitting.changed == {"src_len": (1024, 512)}
+
+
 def test_a_typed_length_is_kept_or_refused_with_the_fix():
     kept = fit_lengths(config(typed={"src_len": 12}, yaml={"tgt_len": 128}), _model("bart"), NO_LIMIT)
     assert (kept.config.src_len, kept.config.tgt_len) == (12, 20)  # typed kept, the yaml's fitted
