@@ -7,7 +7,7 @@ setup(
     description="Config-driven text generation research framework (TextBox-style) on torch + accelerate + transformers",
     python_requires=">=3.10",
     packages=find_packages(include=["textbox", "textbox.*"]),
-    py_modules=["run_textbox", "run_hyper", "run_multi_seed"],
+    py_modules=["run_textbox", "run_hyper", "run_multi_seed", "run_analysis"],
     install_requires=[
         "torch>=2.4",
         "accelerate>=1.0",
@@ -37,5 +37,6 @@ setup(
     entry_points={"console_scripts": ["textbox=run_textbox:main",
                                     "textbox-evaluate=textbox.evaluator.score_files:main",
                                     "textbox-analyze=textbox.analysis.command:main",
+                                    "textbox-compare=run_analysis:main",
                                     "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},
 )

@@ -17,6 +17,7 @@ from textbox.config.checkpoint_family import Detected, FamilyError, compatible, 
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
+from textbox.config.textbox_translate import is_textbox_data_root
 from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where
@@ -146,8 +147,8 @@ def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, probl
     if given(upper, "dataset") is None:
         data_path = given([overall, *upper], "data_path")
         data_format = given([overall, *upper], "data_format")
-        if data_path and isinstance(data_path[0], str) and data_path[0] and \
-                (data_format is None or str(data_format[0]).lower() != "hub"):
+        if data_path and isinstance(data_path[0], str) and data_path[0] and not is_textbox_data_root(data_path[0]) \
+                and (data_format is None or str(data_format[0]).lower() != "hub"):
             name = Path(data_path[0]).expanduser().resolve().name
             if name:
                 layers.append((f"the directory name of data_path {data_path[0]}", {"dataset": name}))
@@ -174,3 +175,39 @@ def _detect(model_path: str, run: RunLayer | None, required: bool, problems: lis
         if required:
             problems.append(str(error))
         return None
+
+
+# Keys that decide which files and sections join the merge: a per_model section cannot set them.
+_NOT_PER_MODEL = ("model", "model_path", "dataset", "data_path", "per_model", "config_files")
+
+
+def with_model_sections(layers: list[Layer], model: Any, skip: dict[str, Any] | None,
+                        problems: list[str]) -> list[Layer]:
+    """``layers`` with each one's ``per_model`` section for ``model`` right after it (same origin: a section of a
+    --config_files file counts as typed like the file). ``skip``: a run's config.yaml, which holds its sections'
+    effect already."""
+    from textbox.config.families import FAMILIES
+    from textbox.utils.suggest import suggest
+
+    name = model.lower() if isinstance(model, str) else None
+    expanded: list[Layer] = []
+    for origin, layer in layers:
+        expanded.append((origin, layer))
+        sections = layer.get("per_model")
+        if sections is None or layer is skip:
+            continue
+        named = "--per_model" if origin == "command line" else f"'per_model' in {origin}"
+        if not isinstance(sections, dict) or not all(isinstance(section, dict) for section in sections.values()):
+            problems.append(f"{named} must map model names to settings, e.g. {{transformer: {{epochs: 3}}}}")
+            continue
+        for model_name, section in sections.items():
+            if str(model_name).lower() not in FAMILIES:
+                problems.append(f"{named}: unknown model {model_name!r}{suggest(str(model_name).lower(), FAMILIES)}")
+            fixed = sorted(set(section) & set(_NOT_PER_MODEL))
+            if fixed:
+                problems.append(f"{named}: the {model_name!r} section sets {', '.join(fixed)}, which choose the files "
+                                f"and sections that apply: set {'it' if len(fixed) == 1 else 'them'} outside per_model")
+        chosen = {key.lower(): section for key, section in sections.items() if isinstance(key, str)}.get(name)
+        if chosen:
+            expanded.append((origin, {key: value for key, value in chosen.items() if key not in _NOT_PER_MODEL}))
+    return expanded

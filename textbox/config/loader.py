@@ -19,10 +19,11 @@ import yaml
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError
 from textbox.config.families import yaml_names
-from textbox.config.layers import CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer
+from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer,
+                                   with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.config.textbox_translate import check_translations, translate_layer
+from textbox.config.textbox_translate import check_translations, translate_data_path, translate_layer
 from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
 
@@ -93,6 +94,13 @@ class Config(Mapping[str, Any]):
         """Key ``name`` as messages name it: ``--name``, ``name (default)`` or ``name (from <file>)``."""
         return where(name, self._sources)
 
+    def typed(self, name: str) -> bool:
+        """Whether the user gave ``name`` for this run: on the command line (a study's overrides too) or in a
+        --config_files file. A default, configs/overall.yaml, a model or dataset yaml and a run's config.yaml are
+        not typed: a length from them is fitted to the model (textbox.model.lengths), a typed one is honoured."""
+        origin = self.source_of(name)
+        return origin == "command line" or origin in self._values.get("config_files", ())
+
     @property
     def notes(self) -> tuple[str, ...]:
         """What the loader decided for the user (model family read from a checkpoint, a run's config.yaml as a
@@ -101,8 +109,12 @@ class Config(Mapping[str, Any]):
 
     def replace(self, **changes: Any) -> "Config":
         """A copy with some keys changed (not re-validated: use for runtime-derived values only)."""
+        return self.replace_from("runtime", **changes)
+
+    def replace_from(self, origin: str, /, **changes: Any) -> "Config":
+        """``replace``, the changed keys recorded as set by ``origin`` (what messages and the log name)."""
         values = {**self._values, **changes}
-        sources = {**self._sources, **{k: "runtime" for k in changes}}
+        sources = {**self._sources, **{k: origin for k in changes}}
         entry_sources = {k: v for k, v in self._entry_sources.items() if k not in changes}
         return Config(values, sources, self._notes, entry_sources)
 
@@ -176,6 +188,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
     layers: list[Layer] = [overall, *named, *_family_files(config_dir, current("model"), current("dataset"), problems),
                            *upper]
+    layers = with_model_sections(layers, current("model"), run.values if run else None, problems)
     # TextBox 2.0's names become ours in every layer (textbox/config/textbox_names.py), each with a log line.
     translation_checks: list = []
     layers = [(origin, layer if run is not None and layer is run.values else
@@ -183,6 +196,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
 
     values, sources, entry_sources = _merge(layers, run, problems, notes)
     values["config_files"] = extra_files
+    translate_data_path(values, sources, run.origin if run else None, notes)
     _resolve_warmup(layers, values, sources, problems, notes)
     _pretraining_tests(values, sources, notes)
     problems.extend(check_translations(translation_checks, values))

@@ -85,6 +85,12 @@ _key("run", "saved_dir", "str", "saved", "Parent directory of run directories.")
 _key("run", "filename", "str|None", None,
      "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new run).")
 _key("run", "config_files", "list[str]", [], "Extra yaml files merged after the model and dataset yamls.")
+_key("run", "per_model", "dict", {},
+     "Settings for one model only, {model name: {key: value}}: the section of the run's --model (as chosen or read "
+     "from the checkpoint) applies as a layer right after the file (or command line) that holds it; the others are "
+     "not read. Dataset yamls keep model-specific settings here (pydoc_keywords.yaml: the transformer's dropout), "
+     "so that another family is not handed a setting its config lacks. A section may not set model, model_path, "
+     "dataset, data_path or per_model.")
 _key("run", "seed", "int", 2020, "Random seed for Python, NumPy and torch (and data order).")
 _key("run", "do_train", "bool", True, "Train the model.")
 _key("run", "do_valid", "bool", True, "Validate during training (needs do_train).")
@@ -123,9 +129,18 @@ _key("data", "src_field", "str", "src", "Column holding the source text (non-pla
 _key("data", "tgt_field", "str", "tgt", "Column holding the target text or a list of references.")
 _key("data", "group_references", "bool", False,
      "In valid/test, merge consecutive examples with the same source into one with several references.")
-_key("data", "src_len", "int", 256, "Maximum source length in tokens, prompts and special tokens included.")
+_LENGTH_FITTING = (
+    " Fitted to the model when it comes from a default or a yaml (configs/overall.yaml, the model and dataset yamls, "
+    "a tested run's config.yaml): lowered to its positions (a decoder-only LM's source and target share them: "
+    "split in proportion, TextBox 2.0's rule), to a pretrained tokenizer's model_max_length and around virtual "
+    "tokens of prompt/prefix tuning, with a log line; the run's config.yaml and results.json (fitted_lengths) "
+    "record what ran. Given on the command line or in a --config_files file it is kept, or refused (exit 2) when "
+    "the model cannot hold it.")
+_key("data", "src_len", "int", 256,
+     "Maximum source length in tokens, prompts and special tokens included." + _LENGTH_FITTING)
 _key("data", "tgt_len", "int", 64,
-     "Maximum target length in tokens, special tokens included; also the default generation length.")
+     "Maximum target length in tokens, special tokens included; also the default generation length (both decoding "
+     "engines)." + _LENGTH_FITTING)
 _key("data", "truncate", "str", "tail",
      "Which end of a too-long source is cut: tail keeps the beginning, head keeps the end.", ("tail", "head"))
 _key("data", "prefix_prompt", "str|None", None,
@@ -141,7 +156,9 @@ _key("model", "config_kwargs", "dict", {},
      "setting is an error. Over a checkpoint only the settings you set apply (not the model yaml's), and sizes "
      "cannot change (docs/model_keys.md).")
 _key("model", "tokenizer_kwargs", "dict", {},
-     "Passed to AutoTokenizer.from_pretrained (an unknown setting is an error); for model=transformer and "
+     "Passed to AutoTokenizer.from_pretrained: its own settings and transformers' (additional_special_tokens, "
+     "model_max_length, ...; added tokens are one token each, the model's embeddings grown to hold them); an "
+     "unknown setting is an error. For model=transformer and "
      "rnn/gru/lstm: vocab_size and min_frequency of a new BPE (refused with a checkpoint, whose tokenizer is kept).")
 _key("model", "tokenizer_path", "str|None", None,
      "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a BPE "

@@ -5,6 +5,7 @@ merged configuration) is one small job the loader calls. Standard library only.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config.families import FAMILIES, REFUSED_MODELS
@@ -128,3 +129,45 @@ def render_models() -> str:
         lines.append(f"| `{name}` | {entry.kind.what} (`{entry.kind.name}` builder){group} |")
     lines += [f"| `{name}` | refused: {pointer} |" for name, pointer in sorted(REFUSED_MODELS.items())]
     return "\n".join(lines)
+
+
+# --- data_path -----------------------------------------------------------------------------------------------------
+# TextBox 2.0 read a dataset from data_path/<dataset> (its overall.yaml: data_path: 'dataset/'); here data_path is
+# the dataset's own directory. A TextBox file run unchanged gives the parent: it is translated, not refused. On the
+# command line the user types our key now, and a parent is refused with the directory to give (textbox.data.builtin).
+TEXTBOX_DATA_ROOT = "dataset"  # TextBox 2.0's overall.yaml value ('dataset/'): the parent of its dataset folders
+
+
+def translate_data_path(values: dict[str, Any], sources: Mapping[str, str], skip: str | None,
+                        notes: list[str]) -> None:
+    """data_path from a yaml file (not the command line, not ``skip``: a run's config.yaml, which holds ours) that
+    is TextBox 2.0's parent of dataset directories becomes that dataset's directory, with a note."""
+    value, origin = values.get("data_path"), sources.get("data_path", "default")
+    if not isinstance(value, str) or origin in ("default", "command line", skip) or not value.strip():
+        return
+    directory, dataset = Path(value).expanduser(), str(values.get("dataset"))
+    if holds_splits(directory):
+        return  # a dataset directory: our meaning
+    if directory.resolve() == Path(TEXTBOX_DATA_ROOT).resolve():
+        values["data_path"] = None
+        became = (f"data_path=None: {TEXTBOX_DATA_ROOT}/{dataset} here (or the catalogue's copy, or the built-in set "
+                  f"built there)")
+    elif (directory / dataset).is_dir():
+        values["data_path"] = str(directory / dataset)
+        became = f"data_path={values['data_path']!r}"
+    else:
+        return
+    notes.append(f"TextBox 2.0's data_path={value!r} in {origin} is the parent of the dataset directories (TextBox "
+                 f"reads data_path/<dataset>) -> {became}")
+
+
+def is_textbox_data_root(value: Any) -> bool:
+    """TextBox 2.0's own data_path ('dataset/' holding dataset folders, no splits): it names no dataset."""
+    return isinstance(value, str) and bool(value.strip()) and \
+        Path(value).expanduser().resolve() == Path(TEXTBOX_DATA_ROOT).resolve() and not holds_splits(Path(value))
+
+
+def holds_splits(directory: Path) -> bool:
+    """A dataset's own directory: split files (train/valid/test.<ext>) in it."""
+    return directory.is_dir() and any(path.is_file() and path.stem in ("train", "valid", "test")
+                                      for path in directory.iterdir())

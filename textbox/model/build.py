@@ -2,11 +2,12 @@
 
 Order: transformers learns the RNN checkpoint type first (an explicit, idempotent registration, so that whichever
 builder meets an RNN checkpoint reads its config, whatever was imported before); the family's builder loads or
-creates the model and tokenizer; a loaded efficient checkpoint is recorded (saving must write only what it
-trains); --tokenizer_add_tokens are added (embeddings grown); the languages (--src_lang/--tgt_lang) are set on the
-tokenizer and the generation config; a requested efficient method is applied; the record notes how the base was
-quantised (saved beside the adapter); gradient checkpointing is switched on last. Nothing here decides numerics: the
-builders do.
+creates the model and tokenizer; the lengths that were not typed are fitted to them (textbox.model.lengths: the
+returned record's ``fitting.config`` is the config the run goes on with); a loaded efficient checkpoint is recorded
+(saving must write only what it trains); --tokenizer_add_tokens are added (embeddings grown); the languages
+(--src_lang/--tgt_lang) are set on the tokenizer and the generation config; a requested efficient method is applied;
+the record notes how the base was quantised (saved beside the adapter); gradient checkpointing is switched on last.
+Nothing here decides numerics: the builders do.
 
 The builders (``BUILDERS``): the family's kind (textbox.config.families' table says which names exist and what each
 one is) picks its builder, imported on first use so that config validation imports nothing heavy. A builder is
@@ -19,13 +20,13 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Sequence
 
-import torch
-
-from textbox.config import Config, TextBoxUserError
+from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
 from textbox.config.languages import apply_languages
 from textbox.model.attention import chosen, set_attention
 from textbox.model.efficient_checkpoint import checkpoint_record
+from textbox.model.lengths import fit_lengths
+from textbox.model.loading import set_generation_length
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.utils.logging import get_logger
@@ -53,12 +54,18 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     log = get_logger() if logger is None else logger
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
-    check_position_limits(config, built.model)
+    fitting = fit_lengths(config, built.model, built.tokenizer)  # before anything reads the lengths further
+    if fitting.changed:
+        config = fitting.config
+        log.info(fitting.log_line())
+        set_generation_length(built.model, config.tgt_len)
+    built = dataclasses.replace(built, fitting=fitting)
     attention = chosen(config)
     if attention is not None and set_attention(built.model, attention):
         log.info(f"attention: {attention}" + (" (auto: bf16 on a CPU)" if config.attn_implementation == "auto" else ""))
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
+    embed_every_id(built.model, built.tokenizer, log.info)
     add_tokens(config.tokenizer_add_tokens, built.model, built.tokenizer, log.info)
     apply_languages(config, built.model, built.tokenizer, log.info)
     if config.efficient_methods:
@@ -91,60 +98,6 @@ def get_builder(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-# --- position tables --------------------------------------------------------------------------------------------------
-# Source and target lengths against an encoder-decoder's position tables, checked when the model is built.
-#
-# Why: a learned or fixed sinusoidal position table (BART, mBART, Marian, Pegasus, Blenderbot, LED, ProphetNet, BERT
-# pairs) has a last row; a longer sequence fails inside the first training or decoding step with "IndexError: index
-# out of range in self", after the run directory exists. Relative or rotary positions (T5, Llama) have no table and
-# no limit. The tables are found in the built model itself, so a checkpoint's real sizes decide, whatever its config
-# calls them. Decoder-only LMs check their joined sequence before loading (textbox.model.causal_lm).
-
-# Position tables whose first usable row is not row 0: BART-style learned positions start at their ``offset`` (an
-# attribute of the module); ProphetNet's start after its padding index, its decoder's one row further (measured).
-_UNUSABLE_ROWS = {"ProphetNetPositionalEmbeddings": 2}
-_TABLE_NAMES = ("embed_positions", "position_embeddings", "wpe")
-
-
-def position_limits(model: torch.nn.Module) -> dict[str, int]:
-    """{"encoder": n, "decoder": m}: the longest sequence each side's position table can index (a side without a
-    table is absent)."""
-    limits: dict[str, int] = {}
-    for name, module in model.named_modules():
-        if not isinstance(module, torch.nn.Embedding) or name.rsplit(".", 1)[-1] not in _TABLE_NAMES:
-            continue
-        side = "decoder" if ".decoder." in f".{name}" else "encoder" if ".encoder." in f".{name}" else None
-        if side is None:
-            continue
-        unusable = getattr(module, "offset", None) or _UNUSABLE_ROWS.get(type(module).__name__, 0)
-        limits[side] = min(limits.get(side, module.num_embeddings), module.num_embeddings - int(unusable))
-    return limits
-
-
-def check_position_limits(config: Config, model: torch.nn.Module) -> None:
-    """src_len must fit the encoder's table, and the longest output (tgt_len, or generation_kwargs' max_new_tokens /
-    max_length) the decoder's; else one message naming the key, before anything is written."""
-    if not getattr(getattr(model, "config", None), "is_encoder_decoder", False):
-        return
-    limits = position_limits(model)
-    generation = config.generation_kwargs
-    output = max(config.tgt_len, generation.get("max_new_tokens") or 0, (generation.get("max_length") or 1) - 1)
-    problems = []
-    if "encoder" in limits and config.src_len > limits["encoder"]:
-        problems.append(f"{config.where('src_len')}={config.src_len} exceeds the {limits['encoder']} positions of the "
-                        f"model's encoder (prompts and special tokens count); lower --src_len to {limits['encoder']}")
-    if "decoder" in limits and output > limits["decoder"]:
-        asked = "tgt_len and generation_kwargs' max_new_tokens/max_length" if output != config.tgt_len else \
-            config.where("tgt_len")
-        problems.append(f"{asked}: outputs of {output} tokens exceed the {limits['decoder']} positions of the model's "
-                        f"decoder; lower them to {limits['decoder']}")
-    if problems:
-        sizing = (" (or raise max_position_embeddings with --config_kwargs: the model is built from scratch)"
-                  if config.from_scratch or not config.model_path else "")
-        raise TextBoxUserError("; ".join(problems) + sizing + ". A longer sequence would fail inside the first "
-                               "training or decoding step")
-
-
 # --- added tokens -----------------------------------------------------------------------------------------------------
 # --tokenizer_add_tokens: tokens added to the run's tokenizer (TextBox 2.0's multiwoz.yaml adds its 48
 # delexicalisation tokens, [value_name], [db_0], ...), each then read as one token, with the model's embeddings
@@ -157,14 +110,42 @@ def add_tokens(tokens: Sequence[str], model: Any, tokenizer: Any, log: Callable[
     if not tokens:
         return
     added = tokenizer.add_tokens(list(tokens))
-    rows = model.get_input_embeddings().weight.shape[0]
     needed = max(len(tokenizer), max(tokenizer.convert_tokens_to_ids(list(tokens))) + 1)
-    if needed > rows:
+    rows, grown = grow_embeddings(model, needed, "--tokenizer_add_tokens")
+    log(f"tokenizer_add_tokens: {added} of {len(tokens)} tokens added to the tokenizer (the others it had); "
+        f"embeddings {rows} -> {grown} rows")
+
+
+def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> None:
+    """A tokenizer that writes more ids than the model embeds (tokens added by --tokenizer_kwargs, e.g. TextBox
+    2.0's additional_special_tokens=['<sep>'], each one token in transformers 5) gets the embeddings grown to them."""
+    added = tokenizer.get_added_vocab().values() if hasattr(tokenizer, "get_added_vocab") else ()
+    needed = max(len(tokenizer), max(added, default=-1) + 1)
+    rows, grown = grow_embeddings(model, needed, "--tokenizer_kwargs")
+    if grown != rows:
+        log(f"the tokenizer writes {needed} ids (its added tokens included) and the model embedded {rows}: "
+            f"embeddings {rows} -> {grown} rows (the new rows start untrained)")
+
+
+def grow_embeddings(model: Any, needed: int, named: str) -> tuple[int, int]:
+    """The model's embedding rows before and after growing them to ``needed`` (an EncoderDecoderModel's halves
+    each, as transformers asks); a TextBoxUserError naming ``named`` when the model cannot grow them."""
+    rows = model.get_input_embeddings().weight.shape[0]
+    if needed <= rows:
+        return rows, rows
+    try:
         try:
             model.resize_token_embeddings(needed)
-        except (NotImplementedError, AttributeError) as error:
-            raise TextBoxUserError(f"--tokenizer_add_tokens: the {type(model).__name__} cannot grow its embeddings "
-                                   f"({error}); drop tokenizer_add_tokens") from error
-        model.config.vocab_size = model.get_input_embeddings().weight.shape[0]
-    log(f"tokenizer_add_tokens: {added} of {len(tokens)} tokens added to the tokenizer (the others it had); "
-        f"embeddings {rows} -> {model.get_input_embeddings().weight.shape[0]} rows")
+        except NotImplementedError:  # EncoderDecoderModel: "use the respective methods of the wrapped objects"
+            halves = [getattr(model, "encoder", None), getattr(model, "decoder", None)]
+            if any(half is None or not hasattr(half, "resize_token_embeddings") for half in halves):
+                raise
+            for half in halves:
+                half.resize_token_embeddings(needed)
+            model.config.encoder.vocab_size = model.config.decoder.vocab_size = needed
+    except (NotImplementedError, AttributeError) as error:
+        raise TextBoxUserError(f"{named}: the {type(model).__name__} cannot grow its embeddings to the {needed} ids "
+                               f"its tokenizer now writes ({error}); drop the added tokens") from error
+    grown = model.get_input_embeddings().weight.shape[0]
+    model.config.vocab_size = grown
+    return rows, grown

@@ -5,12 +5,14 @@ saved, beside the base model's path); applying a method needs to know whether th
 from separate encoder/decoder checkpoints (its new cross-attention must train). These facts travel in the record,
 never as attributes stuck on library objects. Builders fill ``model``, ``tokenizer`` and ``warm_started``;
 textbox.model.build.build_model adds ``efficient`` (from an efficient checkpoint it loaded, or the method it
-applied). Nothing heavy is imported here.
+applied) and ``fitting`` (the lengths fitted to the model, textbox.model.lengths). Nothing heavy is imported here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
+
+from textbox.config import Config
 
 
 class TrainingTexts(Protocol):
@@ -32,6 +34,27 @@ class EfficientRecord:
 
 
 @dataclass(frozen=True)
+class Fitting:
+    """The run's config with its lengths fitted to the model (textbox.model.lengths), and what changed: key ->
+    (before, after), and why."""
+
+    config: Config
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    why: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """results.json's ``fitted_lengths`` ({} when nothing changed)."""
+        if not self.changed:
+            return {}
+        return {**{key: {"given": before, "fitted": after} for key, (before, after) in self.changed.items()},
+                "why": self.why}
+
+    def log_line(self) -> str:
+        changes = ", ".join(f"{key} {before} -> {after}" for key, (before, after) in self.changed.items())
+        return f"lengths fitted to the model: {changes}: {self.why}"
+
+
+@dataclass(frozen=True)
 class BuiltModel:
     """A built model and what is known about how it was built (see the module docstring)."""
 
@@ -39,3 +62,4 @@ class BuiltModel:
     tokenizer: Any
     efficient: EfficientRecord | None = None
     warm_started: bool = False  # an EncoderDecoderModel from encoder/decoder checkpoints: new cross-attention
+    fitting: Fitting | None = None  # the config with its lengths fitted to this model: what the run goes on with

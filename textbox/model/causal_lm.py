@@ -8,7 +8,8 @@ the left-padded ``source eos`` and keeps only the new tokens (textbox.decoding.g
 Max lengths are split between source and target: ``--src_len`` bounds the source part (prompts and the
 tokenizer's own special tokens included, e.g. Llama's <s>) and ``--tgt_len`` the target part (its closing eos
 included; also the default number of generated tokens). A joined sequence is therefore at most
-``src_len + 1 + tgt_len`` tokens long, which must fit the model's positions (``max_position_embeddings``).
+``src_len + 1 + tgt_len`` tokens long, which must fit the model's positions (``max_position_embeddings``):
+lengths from a default or a yaml are fitted to them, typed ones checked (textbox.model.lengths).
 
 The source is encoded as the tokenizer encodes text (GPT-2 adds nothing, Llama adds <s>; ``--prefix_prompt`` and
 ``--suffix_prompt`` add words), then the separating eos; the target is encoded without special tokens, then eos.
@@ -30,7 +31,6 @@ from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
-from textbox.utils.logging import get_logger
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -43,33 +43,10 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
         raise TextBoxUserError(f"--model_path={path} holds a {model_config.model_type!r} encoder-decoder, not a "
                                f"decoder-only LM; load it with --model={model_config.model_type} "
                                f"(or --model=seq2seq)")
-    _check_positions(config, model_config)
     model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch, quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, path)
-    embeddings = model.get_input_embeddings().num_embeddings
-    if len(tokenizer) > embeddings:
-        get_logger().warning(f"the tokenizer has {len(tokenizer)} tokens but the model only {embeddings} "
-                             f"embeddings: resized (the new rows start untrained)")
-        model.resize_token_embeddings(len(tokenizer))
     set_generation_length(model, config.tgt_len)
     return BuiltModel(model, tokenizer)
-
-
-def _check_positions(config: Config, model_config: PretrainedConfig) -> None:
-    """A joined sequence (source + target, or source + generated tokens) must fit the model's positions: GPT-2's
-    learned positions fail with an index error deep inside a run otherwise."""
-    positions = getattr(model_config, "max_position_embeddings", None)
-    generated = max(config.tgt_len, config.generation_kwargs.get("max_new_tokens") or 0)
-    if isinstance(positions, int) and config.src_len + 1 + generated > positions:
-        raise TextBoxUserError(
-            f"src_len + separator + tgt_len = {config.src_len} + 1 + {generated} tokens exceed the {positions} "
-            f"positions of this {model_config.model_type!r} model (source and target share one sequence); lower "
-            f"--src_len/--tgt_len"
-            + (", or raise them with --config_kwargs={'max_position_embeddings': N}" if config.from_scratch else ""))
-    max_length = config.generation_kwargs.get("max_length")
-    if isinstance(positions, int) and max_length is not None and max_length > positions:
-        raise TextBoxUserError(f"--generation_kwargs: max_length={max_length} (prompt and new tokens) exceeds the "
-                               f"{positions} positions of this {model_config.model_type!r} model; lower it")
 
 
 def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:

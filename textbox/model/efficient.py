@@ -52,6 +52,18 @@ def method_problems(methods: list[str]) -> list[str]:
     return problems
 
 
+def virtual_tokens(config: Any) -> tuple[str | None, int]:
+    """The method of ``config`` whose virtual tokens take positions (prompt-, p- and prefix-tuning) and their
+    number (--efficient_kwargs over TextBox's default); (None, 0) for the others. textbox.model.lengths fits the
+    lengths around them before the method is applied."""
+    methods = [name.lower() for name in config.efficient_methods]
+    if not methods or "num_virtual_tokens" not in PEFT_METHODS.get(methods[0], ("", {}))[1]:
+        return None, 0
+    count = {**PEFT_METHODS[methods[0]][1], **config.efficient_kwargs}.get("num_virtual_tokens", 0)
+    valid = isinstance(count, int) and not isinstance(count, bool) and count > 0
+    return (methods[0], count) if valid else (None, 0)
+
+
 def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> BuiltModel:
     """The built model with only the method's parameters trainable (all of them too with
     efficient_unfreeze_model), recorded in the returned BuiltModel's ``efficient``."""
@@ -130,31 +142,12 @@ def _peft(config: Any, model: Any, method: str, kwargs: dict[str, Any]) -> Any:
         settings.update(_default_targets(model, method))
     if method not in ("lora", "ia3") and model.config.model_type == "encoder-decoder":
         settings = {**_pair_sizes(model.config, method), **settings}
-    _check_positions(config, model, method, settings.get("num_virtual_tokens", 0))
     try:
         peft_config = peft_class(task_type=task, **settings)
         return peft.get_peft_model(model, peft_config)
     except (TypeError, ValueError, AttributeError, KeyError) as error:
         raise TextBoxUserError(f"--efficient_methods=['{method}'] with settings {settings} cannot be applied to "
                                f"this {model.config.model_type!r} model: {error}") from error
-
-
-def _check_positions(config: Any, model: Any, method: str, virtual_tokens: int) -> None:
-    """Virtual tokens take positions: prompt/p-tuning before the source (or the whole sequence of a decoder-only
-    LM), prefix-tuning before the decoder's (or LM's) tokens; learned position tables must hold them."""
-    limit = getattr(model.config, "max_position_embeddings", None)
-    if not virtual_tokens or not isinstance(limit, int):
-        return
-    if not getattr(model.config, "is_encoder_decoder", False):
-        needed, what = config.src_len + 1 + config.tgt_len, "src_len + 1 + tgt_len"  # textbox.model.causal_lm
-    elif method == "prefix-tuning":
-        needed, what = config.tgt_len + 1, "tgt_len + 1"
-    else:
-        needed, what = config.src_len, "src_len"
-    if virtual_tokens + needed > limit:
-        raise TextBoxUserError(f"--efficient_methods=['{method}']: num_virtual_tokens={virtual_tokens} plus {what} "
-                               f"({needed}) exceed the model's {limit} positions; lower num_virtual_tokens "
-                               f"(--efficient_kwargs) or the lengths")
 
 
 def _pair_sizes(config: Any, method: str) -> dict[str, int]:

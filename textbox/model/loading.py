@@ -5,6 +5,7 @@ builder asks, and ``load_saved_model`` reloads the Trainer's checkpoint_best."""
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
@@ -15,6 +16,7 @@ from textbox.config.errors import TextBoxUserError
 from textbox.model.efficient_checkpoint import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
                                                 inner_model, is_efficient_checkpoint)
 from textbox.utils.paths import missing_local_path
+from textbox.utils.suggest import suggest
 
 if TYPE_CHECKING:
     from textbox.model.quantization import Quantization
@@ -209,7 +211,7 @@ def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str =
     tokenizer = from_pretrained(AutoTokenizer.from_pretrained, model_path, named_by=named_by,
                                 needs_config=named_by == "--model_path", **settings)
     known = set(_LOADING_KWARGS) | set(getattr(tokenizer, "SPECIAL_TOKENS_ATTRIBUTES", ())) | \
-        {name for name in vars(tokenizer) if not name.startswith("_")}
+        {name for name in vars(tokenizer) if not name.startswith("_")} | _read_from_kwargs(type(tokenizer))
     for cls in type(tokenizer).__mro__:
         if "__init__" in cls.__dict__:
             parameters = inspect.signature(cls.__dict__["__init__"]).parameters.values()
@@ -219,8 +221,27 @@ def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str =
         raise TextBoxUserError(f"--tokenizer_kwargs: {', '.join(unknown)} "
                                f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of the "
                                f"{type(tokenizer).__name__} at {named_by}={model_path} (transformers would keep "
-                               f"{'it' if len(unknown) == 1 else 'them'} unused); check the spelling")
+                               f"{'it' if len(unknown) == 1 else 'them'} unused)"
+                               f"{suggest(unknown[0], known) or '; check the spelling'}")
     return tokenizer
+
+
+def _read_from_kwargs(cls: type) -> set[str]:
+    """The tokenizer settings transformers reads from ``**kwargs`` rather than naming them as parameters
+    (``additional_special_tokens``, ``model_max_length``, ``padding_side``, ...): those its tokenizer docstring
+    documents and those the ``__init__`` of ``cls`` and its bases take by name from kwargs."""
+    from transformers.tokenization_utils_base import INIT_TOKENIZER_DOCSTRING
+
+    names = set(re.findall(r"^\s+(\w+) \(", INIT_TOKENIZER_DOCSTRING, flags=re.MULTILINE))
+    for base in cls.__mro__:
+        if "__init__" not in base.__dict__:
+            continue
+        try:
+            source = inspect.getsource(base.__dict__["__init__"])
+        except (OSError, TypeError):  # no source (a compiled class): its signature is read above
+            continue
+        names |= set(re.findall(r"kwargs\.(?:pop|get)\(\s*[\"'](\w+)[\"']", source))
+    return names
 
 
 def reject_unknown_config_kwargs(unknown: Mapping[str, Any], model_type: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -85,6 +86,8 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     if config.resume and find_resume_dir(run.run_dir) is not None:  # a damaged checkpoint_last is named first
         check_resume_files(accelerator, run.run_dir / LAST)
     built = build(config, accelerator, logger)
+    config = built.config  # its lengths fitted to the model: what tokenised the data, and what config.yaml records
+    run = dataclasses.replace(run, config=config)
     evaluator = Evaluator(config, accelerator, built.tokenizer, make_collator(config, built.tokenizer))
     decodes = evaluator.decodes(validates="valid" in built.splits)
     # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
@@ -116,7 +119,9 @@ class Built(NamedTuple):
     model: torch.nn.Module
     tokenizer: PreTrainedTokenizerBase
     tokenized: dict[str, datasets.Dataset]
+    config: Config  # the run's config with its lengths fitted to the model (textbox.model.lengths)
     efficient: EfficientRecord | None = None  # the model's efficient method: what its checkpoints hold
+    fitted_lengths: dict[str, Any] = {}  # results.json's record of what was fitted and why ({}: nothing)
 
 
 def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> Built:
@@ -135,8 +140,10 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
         record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
-        tokenized = tokenize_splits(config, splits, record.tokenizer, logger.info)
-        return Built(splits, record.model, record.tokenizer, tokenized, record.efficient)
+        fitted = record.fitting.config if record.fitting is not None else config
+        tokenized = tokenize_splits(fitted, splits, record.tokenizer, logger.info)
+        return Built(splits, record.model, record.tokenizer, tokenized, fitted, record.efficient,
+                     record.fitting.record() if record.fitting is not None else {})
 
     return main_process_first(accelerator, build_once)
 
@@ -164,7 +171,8 @@ def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
                           run.logger, built.efficient)
         trained = fit(run, trainer, built, evaluator, on_validation)
     evaluated = evaluate(run, built, evaluator, trained)
-    return {**trained.results, **evaluated.results}, evaluated.examples
+    fitted = {"fitted_lengths": built.fitted_lengths} if built.fitted_lengths else {}
+    return {**fitted, **trained.results, **evaluated.results}, evaluated.examples
 
 
 @dataclass

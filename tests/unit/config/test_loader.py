@@ -178,3 +178,32 @@ def test_help_prints_each_section_once_with_all_its_keys(capsys):
         group = sections.pop(0)
         listed = re.findall(r"^  --(\w+):", part, flags=re.MULTILINE)
         assert listed == [name for name, key in SCHEMA.items() if key.group == group]
+
+
+def test_a_per_model_section_applies_to_its_model_alone(data_dir: Path, tmp_path: Path):
+    """pydoc_keywords.yaml's dropout is the transformer's: the embedded default keeps it, and GPT-2 on that dataset
+    is no longer handed it (its builder refused: "dropout is not a setting of a 'gpt2' model config")."""
+    from transformers import GPT2Config
+
+    from textbox.model.loading import load_config
+
+    default = load_checked_config(["--dataset=pydoc_keywords", f"--data_path={data_dir}"])
+    assert default.config_kwargs["dropout"] == 0.0
+    assert default.entry_sources("config_kwargs")["dropout"].endswith("configs/dataset/pydoc_keywords.yaml")
+    GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=64, n_positions=64).save_pretrained(tmp_path / "gpt2")
+    gpt2 = load_checked_config(["--model=gpt2", f"--model_path={tmp_path / 'gpt2'}", "--from_scratch=True",
+                                "--dataset=pydoc_keywords", f"--data_path={data_dir}"])
+    assert gpt2.config_kwargs == {} and gpt2.learning_rate == 0.002  # the dataset's other settings still apply
+    assert load_config(str(tmp_path / "gpt2"), gpt2.config_kwargs).model_type == "gpt2"  # where it was refused
+
+
+def test_per_model_sections_are_checked_and_count_as_their_file(data_dir: Path, tmp_path: Path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("per_model:\n  Transformer: {src_len: 12}\n  gru: {src_len: 99}\n")
+    config = load_checked_config([f"--config_files={mine}", f"--data_path={data_dir}"])
+    assert config.src_len == 12 and config.source_of("src_len") == str(mine) and config.typed("src_len")
+    mine.write_text("per_model:\n  transformr: {epochs: 1}\n  bart: {model: t5, epochs: 1}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--config_files={mine}", f"--data_path={data_dir}"])
+    assert any("unknown model 'transformr'; did you mean 'transformer'" in problem for problem in caught.value.problems)
+    assert any("the 'bart' section sets model" in problem for problem in caught.value.problems)

@@ -144,3 +144,29 @@ def test_pretraining_reads_no_test_split_unless_asked(data_dir: Path):
     assert any(note.startswith("pretrain_task: do_test=False") for note in config.notes)
     given = load_checked_config(["--pretrain_task=denoising", "--do_test=True", f"--data_path={data_dir}"])
     assert given.do_test is True
+
+
+def test_textbox_overall_yaml_runs_unchanged_its_data_path_read_as_the_parent_of_the_datasets(tmp_path: Path,
+                                                                                              monkeypatch):
+    """TextBox 2.0 read data_path/<dataset> (its overall.yaml: data_path: 'dataset/'); here data_path is the dataset's
+    own directory. A yaml file's parent is translated with a note; a dataset directory is ours and kept."""
+    def splits(directory: Path) -> Path:
+        directory.mkdir(parents=True)
+        for split in ("train", "valid", "test"):
+            (directory / f"{split}.src").write_text("a b\n")
+            (directory / f"{split}.tgt").write_text("c d\n")
+        return directory
+
+    monkeypatch.chdir(tmp_path)
+    splits(tmp_path / "dataset" / "samsum")
+    config = load_checked_config(["--config_files", str(TEXTBOX2 / "overall.yaml"), str(TEXTBOX2 / "samsum.yaml"),
+                                  "--dataset=samsum", "--model=transformer", *OFFLINE_CPU])
+    assert config.data_path is None  # dataset/samsum, the default (or the catalogue's copy when it is absent)
+    assert any(note.startswith("TextBox 2.0's data_path='dataset/' in ") and "dataset/samsum" in note
+               for note in config.notes)
+    own = splits(tmp_path / "corpora" / "samsum").parent
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(f"data_path: {own}/\n")
+    assert load_checked_config([f"--config_files={mine}", "--dataset=samsum"]).data_path == str(own / "samsum")
+    mine.write_text(f"data_path: {own / 'samsum'}\n")  # a dataset directory: our meaning, kept
+    assert load_checked_config([f"--config_files={mine}", "--dataset=samsum"]).data_path == str(own / "samsum")

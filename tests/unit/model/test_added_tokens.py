@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from textbox.checks import load_checked_config
-from textbox.config import ConfigError
+from textbox.config import ConfigError, TextBoxUserError
 from textbox.model.build import build_model
 
 TOKENS = ["[value_name]", "[db_0]"]
@@ -49,3 +49,22 @@ def test_new_embeddings_under_a_frozen_model_are_refused(saved_bart, tmp_path):
     with pytest.raises(ConfigError, match="tokenizer_add_tokens: the added tokens' embeddings are new"):
         load_checked_config([f"--model_path={saved_bart}", "--efficient_methods=['lora']", f"--data_path={data_dir}",
                              "--tokenizer_add_tokens=['[x]']"])
+
+
+def test_tokenizer_kwargs_special_tokens_are_one_token_each_and_embedded(saved_bart, tiny_config, tiny_transformer):
+    """TextBox 2.0's tokenizer_kwargs={'additional_special_tokens': ['<sep>']} (its model.md; paranmt's separator):
+    transformers 5 makes each one token, and the model's embeddings grow to hold it; a misspelt setting is refused."""
+    log, before = Log(), len(tiny_transformer[1])
+    built = build_model(tiny_config(model="bart", model_path=str(saved_bart), config_kwargs={},
+                                    tokenizer_kwargs={"additional_special_tokens": ["<sep>"]}), None, log)
+    tokenizer, model = built.tokenizer, built.model
+    ids = tokenizer("red <sep> blue", add_special_tokens=False)["input_ids"]
+    assert tokenizer.convert_tokens_to_ids("<sep>") == before and before in ids
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer) == before + 1
+    with torch.no_grad():
+        assert model(input_ids=torch.tensor([ids]), labels=torch.tensor([ids])).logits.shape[-1] == before + 1
+    assert any(f"embeddings {before} -> {before + 1} rows" in message for message in log)
+    with pytest.raises(TextBoxUserError, match="additonal_special_tokens is not a setting .*did you mean "
+                                               "'additional_special_tokens'"):
+        build_model(tiny_config(model="bart", model_path=str(saved_bart), config_kwargs={},
+                                tokenizer_kwargs={"additonal_special_tokens": ["<sep>"]}), None, log)

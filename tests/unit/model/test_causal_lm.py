@@ -8,12 +8,13 @@ from accelerate import Accelerator
 from torch.utils.data import DataLoader
 from transformers import AutoModelForCausalLM, GPT2LMHeadModel, LlamaForCausalLM
 
-from textbox.config import TextBoxUserError
+from textbox.config import Config, TextBoxUserError
 from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
 from textbox.data.collate import CausalLMCollator
 from textbox.data.tokenize import encode_lm_targets, encode_within
 from textbox.decoding.generate import generate_texts
 from textbox.model import causal_lm
+from textbox.model.build import build_model
 from textbox.model.loss import forward_token_losses, target_tokens
 
 from tests.causal_helpers import POSITIONS, save_tiny_causal_lm
@@ -74,13 +75,25 @@ def test_an_encoder_decoder_path_is_refused_clearly(saved_bart, tiny_config):
         causal_lm.build(lm_config(tiny_config, saved_bart), None)
 
 
-def test_source_plus_target_must_fit_the_positions(saved, tiny_config):
-    causal_lm.build(lm_config(tiny_config, saved[1], tgt_len=39), None)  # 24 + 1 + 39 = 64 positions: fits
-    with pytest.raises(TextBoxUserError, match=f"24 \\+ 1 \\+ 40 tokens exceed the {POSITIONS} positions"):
-        causal_lm.build(lm_config(tiny_config, saved[1], tgt_len=40), None)
+def test_source_plus_target_are_fitted_to_the_positions_or_refused_when_typed(saved, tiny_config):
+    """One sequence holds source, separator and target: lengths from a default or a yaml are fitted to it when the
+    model is built (textbox.model.lengths), generation length included; typed ones that cannot fit are refused."""
+    built = build_model(lm_config(tiny_config, saved[1], src_len=256, tgt_len=64), None)  # the schema's defaults
+    fitted = built.fitting.config
+    assert fitted.src_len + 1 + fitted.tgt_len == POSITIONS and fitted.tgt_len == 64 * (POSITIONS - 1) // 320
+    assert built.model.generation_config.max_new_tokens == fitted.tgt_len
+
+    def typed(**values):
+        config = lm_config(tiny_config, saved[1], **values)
+        return Config(config.to_dict(), {key: "command line" for key in values})
+
+    assert build_model(typed(src_len=24, tgt_len=39), None).fitting.changed == {}  # 24 + 1 + 39 = 64: fits
+    assert build_model(typed(tgt_len=40), None).fitting.changed == {"src_len": (24, 23)}  # around the typed one
+    with pytest.raises(TextBoxUserError, match=f"24 \\+ 1 \\+ 40 tokens \\(--src_len, --tgt_len\\) exceed the "
+                                               f"{POSITIONS} positions"):
+        build_model(typed(src_len=24, tgt_len=40), None)
     with pytest.raises(TextBoxUserError, match="max_position_embeddings"):
-        causal_lm.build(lm_config(tiny_config, saved[1], generation_kwargs={"max_new_tokens": 40},
-                                  from_scratch=True), None)
+        build_model(typed(src_len=24, generation_kwargs={"max_new_tokens": 40}, from_scratch=True), None)
 
 
 # --- the loss --------------------------------------------------------------------------------------------------
