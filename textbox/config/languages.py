@@ -23,6 +23,13 @@ from textbox.config.errors import TextBoxUserError
 
 LANGUAGE_KEYS = ("src_lang", "tgt_lang")
 CODE_FIRST, CODE_LAST, MARIAN = "code first", "code last", "marian"
+# ISO 639-3 codes of the languages NLLB writes as <code>_<Script> (eng_Latn), by their ISO 639-1 code (mBART's en_XX,
+# M2M100's en): the WMT languages of the catalogue and other widely used ones.
+_ISO3 = {"en": "eng", "de": "deu", "fr": "fra", "es": "spa", "ro": "ron", "cs": "ces", "ru": "rus", "zh": "zho",
+         "ja": "jpn", "it": "ita", "pt": "por", "nl": "nld", "tr": "tur", "hi": "hin", "ko": "kor", "fi": "fin",
+         "et": "est", "lt": "lit", "pl": "pol", "uk": "ukr", "kk": "kaz", "gu": "guj", "el": "ell", "he": "heb",
+         "vi": "vie", "th": "tha", "id": "ind", "sv": "swe", "da": "dan", "hu": "hun", "bg": "bul"}
+_ISO1 = {three: two for two, three in _ISO3.items()}
 
 
 def requested(values: Mapping[str, Any]) -> dict[str, str]:
@@ -96,8 +103,11 @@ def source_head(tokenizer: Any, values: Mapping[str, Any]) -> list[int]:
 # CTranslate2 the same config through its target prefix (textbox.decoding.ctranslate2_engine: the start token at
 # the head, then the forced token); beam search with a forced first token decodes with transformers
 # (textbox.decoding.ctranslate2_settings says why).
-def apply_languages(config: Mapping[str, Any], model: Any, tokenizer: Any, log: Callable[[str], None]) -> None:
-    """Set the languages on ``tokenizer`` and the generation settings they imply on ``model``; log what was done."""
+def apply_languages(config: Mapping[str, Any], model: Any, tokenizer: Any,
+                    log: Callable[[str], None]) -> dict[str, str]:
+    """Set the languages on ``tokenizer`` and the generation settings they imply on ``model``; log what was done.
+    Returns the languages written in this tokenizer's codes where a yaml gave them in another's (the run's config
+    takes them), as ``fitted_codes`` does."""
     asked = requested(config)
     kind = convention(tokenizer)
     name = type(tokenizer).__name__
@@ -105,10 +115,12 @@ def apply_languages(config: Mapping[str, Any], model: Any, tokenizer: Any, log: 
         if asked:
             log(f"{_spelled(asked)} change nothing: the {name} encodes no language (they label the dataset, as "
                 f"TextBox 2.0's overall.yaml does; the languages of mBART, M2M100, NLLB and Marian tokenizers are set)")
-        return
+        return {}
+    fitted = fitted_codes(config, asked, tokenizer, log)
+    asked = {**asked, **fitted}
     if kind == MARIAN:
-        _marian(asked, tokenizer, log)
-        return
+        _marian(asked, tokenizer, log, config)
+        return fitted
     source = asked.get("src_lang") or _own(tokenizer, "src_lang")
     target = asked.get("tgt_lang") or _own(tokenizer, "tgt_lang")
     if source is None or target is None:
@@ -133,11 +145,71 @@ def apply_languages(config: Mapping[str, Any], model: Any, tokenizer: Any, log: 
            else "generation forces it as the first token (forced_bos_token_id)")
     log(f"languages: src_lang={source!r}, tgt_lang={target!r} ({name}): sources carry {source} {where}, targets "
         f"{target} {where} (id {target_id}); {how}")
+    return fitted
 
 
-def _marian(asked: Mapping[str, str], tokenizer: Any, log: Callable[[str], None]) -> None:
+# --- languages a yaml gave in another tokenizer's codes --------------------------------------------------------------
+# A catalogue entry names its languages in mBART's codes, as TextBox 2.0's did (wmt16-en-ro: en_XX, ro_RO). Like a
+# length from a yaml (textbox.model.lengths), such a code is fitted to the tokenizer: written as its code of the
+# same language (en for M2M100, eng_Latn for NLLB), with a log line. A code the user typed is used as typed.
+def language_of(code: str) -> str | None:
+    """The ISO 639-1 language of a code in any tokenizer's spelling (en_XX, eng_Latn, en, >>en<<), or None."""
+    code = code.removeprefix(">>").removesuffix("<<")
+    head = code.split("_")[0]
+    if len(head) == 2:
+        return head.lower()
+    return _ISO1.get(head.lower()) if len(head) == 3 else None
+
+
+def fitted_codes(config: Mapping[str, Any], asked: Mapping[str, str], tokenizer: Any,
+                 log: Callable[[str], None]) -> dict[str, str]:
+    """The languages a yaml gave in codes ``tokenizer`` does not know, written as its codes of the same languages
+    (a language it knows once); typed codes and codes it knows are left as they are."""
+    fitted = {}
+    for key, code in asked.items():
+        if _typed(config, key) or _knows(tokenizer, code):
+            continue
+        language = language_of(code)
+        own = [candidate for candidate in codes(tokenizer)
+               if language is not None and language_of(candidate) == language]
+        if len(own) == 1:
+            fitted[key] = own[0]
+            log(f"{key}={code!r} (from {_source(config, key)}) is {own[0]!r} in the {type(tokenizer).__name__}'s "
+                f"codes: the same language; give --{key} to choose another")
+    return fitted
+
+
+def _knows(tokenizer: Any, code: str) -> bool:
+    if is_marian(tokenizer) and not tokenizer.supported_language_codes:
+        return True  # a pair checkpoint's languages are compared with its records (_marian)
+    try:
+        code_id(tokenizer, code.removeprefix(">>").removesuffix("<<"))
+        return True
+    except KeyError:
+        return False
+
+
+def _source(config: Mapping[str, Any], key: str) -> str:
+    """Which layer gave language ``key`` (a Config knows; a plain mapping does not)."""
+    if config.get(key) is None and hasattr(config, "entry_sources"):
+        return config.entry_sources("tokenizer_kwargs").get(key, "default")
+    return config.source_of(key) if hasattr(config, "source_of") else "the settings"
+
+
+def _typed(config: Mapping[str, Any], key: str) -> bool:
+    """Whether the user gave language ``key`` (command line, --config_files), as Config.typed says of keys."""
+    if not hasattr(config, "typed"):
+        return True  # a plain mapping of settings: used as given
+    if config.get(key) is not None:
+        return config.typed(key)
+    source = _source(config, key)
+    return source == "command line" or source in config.get("config_files", ())
+
+
+def _marian(asked: Mapping[str, str], tokenizer: Any, log: Callable[[str], None], config: Mapping[str, Any]) -> None:
     """A multi-target checkpoint needs its target language (its >>xx<< token starts every source: textbox.data);
-    a pair checkpoint's languages are its own: the ones given must be those it records."""
+    a pair checkpoint's languages are its own: the ones given must be those it records (a yaml's code may name
+    the same language in another spelling)."""
     targets = codes(tokenizer)
     if targets:
         target = asked.get("tgt_lang")
@@ -150,7 +222,8 @@ def _marian(asked: Mapping[str, str], tokenizer: Any, log: Callable[[str], None]
         return
     recorded = {"src_lang": tokenizer.source_lang, "tgt_lang": tokenizer.target_lang}
     for key, value in asked.items():
-        if recorded[key] is not None and recorded[key] != value:
+        same = not _typed(config, key) and language_of(value) == language_of(recorded[key] or "")
+        if recorded[key] is not None and recorded[key] != value and not same:
             raise TextBoxUserError(f"--{key}={value!r}: this Marian checkpoint translates {recorded['src_lang']} "
                                    f"into {recorded['tgt_lang']} (its tokenizer's source_lang/target_lang): choose "
                                    f"the checkpoint of the pair you want, or drop --{key}")

@@ -67,7 +67,10 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
     embed_every_id(built.model, built.tokenizer, log.info)
     add_tokens(config.tokenizer_add_tokens, built.model, built.tokenizer, log.info)
-    apply_languages(config, built.model, built.tokenizer, log.info)
+    languages = apply_languages(config, built.model, built.tokenizer, log.info)
+    if languages:  # a yaml's codes written in this tokenizer's: what tokenises the data and config.yaml records
+        config = config.replace(**languages)
+        built = dataclasses.replace(built, fitting=dataclasses.replace(built.fitting, config=config))
     if config.efficient_methods:
         from textbox.model.efficient import apply_efficient_methods
 

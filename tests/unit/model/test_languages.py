@@ -165,3 +165,34 @@ def test_a_pair_marian_checkpoint_refuses_other_languages(tmp_path):
     build_model(config(path, tmp_path, src_lang="en", tgt_lang="fr"), None, Log())
     with pytest.raises(TextBoxUserError, match="this Marian checkpoint translates en into fr"):
         build_model(config(path, tmp_path, tgt_lang="de"), None, Log())
+
+
+@pytest.mark.parametrize("case, source, target", [("m2m100", "en", "de"), ("nllb", "eng_Latn", "deu_Latn")])
+def test_a_yamls_language_codes_are_written_in_the_tokenizers_own_and_typed_ones_kept(case, source, target,
+                                                                                      checkpoints, tmp_path):
+    """The WMT catalogue entries give mBART's codes (TextBox 2.0's): with M2M100 or NLLB they name the same
+    languages in another spelling, so they are fitted as a yaml's lengths are; typed codes are refused as before."""
+    values = {**DEFAULTS, "model": "seq2seq", "model_path": str(checkpoints[case]),
+              "cache_dir": str(tmp_path / "cache"), "src_len": 16, "tgt_len": 8, "src_lang": "en_XX",
+              "tgt_lang": "de_DE"}
+    yaml = "configs/dataset/wmt16-en-de.yaml"
+    log = Log()
+    built = build_model(Config(values, sources={"src_lang": yaml, "tgt_lang": yaml}), None, log)
+    assert (built.tokenizer.src_lang, built.tokenizer.tgt_lang) == (source, target)
+    assert built.fitting.config.src_lang == source and built.fitting.config.tgt_lang == target  # config.yaml's
+    assert built.model.generation_config.forced_bos_token_id == code(built.tokenizer, target)
+    assert any(f"src_lang='en_XX' (from {yaml}) is {source!r}" in line for line in log)
+    with pytest.raises(TextBoxUserError, match=r"--src_lang='en_XX' is not a language of the"):
+        build_model(Config(values, sources={"src_lang": "command line", "tgt_lang": yaml}), None, Log())
+
+
+def test_a_pair_marian_checkpoint_takes_a_yamls_codes_of_its_own_languages(tmp_path):
+    tokenizer = helpers.marian_tokenizer(tmp_path / "tokenizer", multi_target=False, target_lang="fr")
+    path = helpers.tiny_model("marian", tokenizer, tmp_path / "marian")
+    values = {**DEFAULTS, "model": "seq2seq", "model_path": str(path), "cache_dir": str(tmp_path / "cache"),
+              "src_len": 16, "tgt_len": 8, "src_lang": "en_XX", "tgt_lang": "fr_XX"}
+    yaml = "configs/dataset/wmt14-en-fr.yaml"
+    build_model(Config(values, sources={"src_lang": yaml, "tgt_lang": yaml}), None, Log())  # en and fr: its own
+    with pytest.raises(TextBoxUserError, match="this Marian checkpoint translates en into fr"):
+        build_model(Config({**values, "tgt_lang": "de_DE"}, sources={"src_lang": yaml, "tgt_lang": yaml}), None,
+                    Log())
