@@ -65,7 +65,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
         log.info(f"attention: {attention}" + (" (auto: bf16 on a CPU)" if config.attn_implementation == "auto" else ""))
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
-    embed_every_id(built.model, built.tokenizer, log.info)
+    check_new_tokens_train(config, embed_every_id(built.model, built.tokenizer, log.info))
     add_tokens(config.tokenizer_add_tokens, built.model, built.tokenizer, log.info)
     languages = apply_languages(config, built.model, built.tokenizer, log.info)
     if languages:  # a yaml's codes written in this tokenizer's: what tokenises the data and config.yaml records
@@ -119,15 +119,28 @@ def add_tokens(tokens: Sequence[str], model: Any, tokenizer: Any, log: Callable[
         f"embeddings {rows} -> {grown} rows")
 
 
-def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> None:
+def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> int:
     """A tokenizer that writes more ids than the model embeds (tokens added by --tokenizer_kwargs, e.g. TextBox
-    2.0's additional_special_tokens=['<sep>'], each one token in transformers 5) gets the embeddings grown to them."""
+    2.0's additional_special_tokens=['<sep>'], each one token in transformers 5) gets the embeddings grown to them.
+    Returns the number of rows added."""
     added = tokenizer.get_added_vocab().values() if hasattr(tokenizer, "get_added_vocab") else ()
     needed = max(len(tokenizer), max(added, default=-1) + 1)
     rows, grown = grow_embeddings(model, needed, "--tokenizer_kwargs")
     if grown != rows:
         log(f"the tokenizer writes {needed} ids (its added tokens included) and the model embedded {rows}: "
             f"embeddings {rows} -> {grown} rows (the new rows start untrained)")
+    return grown - rows
+
+
+def check_new_tokens_train(config: Any, new_rows: int) -> None:
+    """Tokens --tokenizer_kwargs adds (additional_special_tokens, a pad_token, ...) get new embedding rows, which an
+    efficient method that freezes the model would leave untrained: refused before anything is written (as
+    textbox.model.checks refuses --tokenizer_add_tokens with one)."""
+    adding = [key for key in config.tokenizer_kwargs if key.endswith(("_token", "_tokens"))]
+    if new_rows and adding and config.efficient_methods and not config.efficient_unfreeze_model:
+        raise TextBoxUserError(f"--tokenizer_kwargs ({', '.join(adding)}) adds {new_rows} token(s) whose embeddings "
+                               f"are new and would stay untrained under --efficient_methods="
+                               f"{list(config.efficient_methods)}: add --efficient_unfreeze_model=True, or drop them")
 
 
 def grow_embeddings(model: Any, needed: int, named: str) -> tuple[int, int]:

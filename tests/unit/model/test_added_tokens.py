@@ -68,3 +68,8 @@ def test_tokenizer_kwargs_special_tokens_are_one_token_each_and_embedded(saved_b
                                                "'additional_special_tokens'"):
         build_model(tiny_config(model="bart", model_path=str(saved_bart), config_kwargs={},
                                 tokenizer_kwargs={"additonal_special_tokens": ["<sep>"]}), None, log)
+    with pytest.raises(TextBoxUserError, match=r"adds 1 token\(s\) whose embeddings are new and would stay untrained "
+                                               r"under --efficient_methods=\['lora'\]"):
+        build_model(tiny_config(model="bart", model_path=str(saved_bart), config_kwargs={},
+                                tokenizer_kwargs={"additional_special_tokens": ["<sep>"]},
+                                efficient_methods=["lora"]), None, log)
