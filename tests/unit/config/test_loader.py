@@ -37,7 +37,8 @@ def test_layers_later_wins(tmp_path: Path, data_dir: Path):
     (configs / "model").mkdir(parents=True)
     (configs / "dataset").mkdir()
     (configs / "overall.yaml").write_text("epochs: 1\ntrain_batch_size: 2\neval_batch_size: 3\nseed: 4\nsrc_len: 5\n")
-    (configs / "model" / "transformer.yaml").write_text("train_batch_size: 20\neval_batch_size: 30\nseed: 40\nsrc_len: 50\n")
+    (configs / "model" / "transformer.yaml").write_text(
+        "train_batch_size: 20\neval_batch_size: 30\nseed: 40\nsrc_len: 50\n")
     (configs / "dataset" / "toy.yaml").write_text("eval_batch_size: 300\nseed: 400\nsrc_len: 500\n")
     extra = tmp_path / "extra.yaml"
     extra.write_text("seed: 4000\nsrc_len: 5000\n")
