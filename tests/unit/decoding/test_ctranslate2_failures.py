@@ -97,6 +97,7 @@ def test_a_failing_ctranslate2_falls_back_under_auto_and_stops_an_explicit_ctran
 
     monkeypatch.setattr(ctranslate2_engine, "load_engine", failing_load)
     choices = EngineChoices()
+    caplog.clear()  # the reference decode's own line, where an earlier test left the logger at INFO
     with caplog.at_level(logging.INFO):
         assert _decode(model, tokenizer, "auto", tmp_path / "cache", "valid", choices) == expected
     lines = [record.getMessage() for record in caplog.records if "decoding with" in record.getMessage()]
