@@ -15,8 +15,6 @@ Options are the run's keys in ``--key=value`` form (--dataset, --data_path, --me
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +22,8 @@ from typing import Sequence
 
 from textbox.config.argv import parse_value
 from textbox.config.errors import DataError, TextBoxUserError
+from textbox.evaluator.score_files import run_command
 
-SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
 USAGE = """usage: python run_analysis.py --dataset=<name> [--key=value ...] output_a.txt [output_b.txt ...]
 
 Scores each output file (one line per test example, in order; a run's generation.txt) against the test references
@@ -121,19 +119,8 @@ def format_table(comparison: Comparison) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if any(arg in ("-h", "--help") for arg in args):
-            print(USAGE, flush=True)
-            return 0
-        try:
-            comparison = compare(args)
-        except TextBoxUserError as error:
-            print(f"run_analysis.py: {error}", file=sys.stderr)
-            return error.exit_code
-        print(format_table(comparison))
-        print(json.dumps({"dataset": comparison.dataset, "scores": comparison.scores}, ensure_ascii=False), flush=True)
-    except BrokenPipeError:  # the reader closed the pipe (| head): stop quietly, as Unix tools do on SIGPIPE
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit cannot fail
-        return SIGPIPE_EXIT_CODE
-    return 0
+    def work(args: list[str]) -> list[str]:
+        comparison = compare(args)
+        return [format_table(comparison),
+                json.dumps({"dataset": comparison.dataset, "scores": comparison.scores}, ensure_ascii=False)]
+    return run_command("run_analysis.py", lambda: USAGE, work, argv)

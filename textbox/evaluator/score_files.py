@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
@@ -22,7 +22,6 @@ from textbox.utils.suggest import suggest
 _FILES = {"hyp": "generated texts, one per line",
           "ref": "references, one line per example; a line holding a Python list of strings gives several",
           "src": "sources, one per line (only for metrics that compare with the input, e.g. novelty)"}
-SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
 _OPTIONS = ["metrics", *(name for name, key in SCHEMA.items() if key.group == "metrics")]
 
 
@@ -77,24 +76,38 @@ def format_table(scores: dict[str, float]) -> str:
                       *(f"{name:<{width}}  {value:.2f}" for name, value in scores.items())])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+# What this command and run_analysis.py (textbox/compare_files.py) do around their work: --help, one line for a user
+# error with its exit code, and a quiet stop when the reader closes the pipe (| head -1), as Unix tools stop on
+# SIGPIPE.
+SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
+
+
+def run_command(name: str, usage: Callable[[], str], work: Callable[[list[str]], list[str]],
+                argv: Sequence[str] | None = None) -> int:
+    """Run ``work`` on the arguments and print the lines it returns; ``name`` prefixes a user error's message."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if any(arg in ("-h", "--help") for arg in args):
-        print(usage())
-        return 0
     try:
-        report = evaluate_files(args)
-    except TextBoxUserError as error:
-        print(f"textbox.evaluator.score_files: {error}", file=sys.stderr)
-        return error.exit_code
-    try:
-        print(format_table(report.scores))
-        print(json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False), flush=True)
-    except BrokenPipeError:  # the reader closed the pipe (| head -1): stop quietly, as Unix tools do on SIGPIPE
+        if any(arg in ("-h", "--help") for arg in args):
+            print(usage(), flush=True)
+            return 0
+        try:
+            lines = work(args)
+        except TextBoxUserError as error:
+            print(f"{name}: {error}", file=sys.stderr)
+            return error.exit_code
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:  # the reader closed the pipe: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit cannot fail
         return SIGPIPE_EXIT_CODE
     return 0
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def work(args: list[str]) -> list[str]:
+        report = evaluate_files(args)
+        return [format_table(report.scores),
+                json.dumps({"scores": report.scores, "details": report.details}, ensure_ascii=False)]
+    return run_command("textbox.evaluator.score_files", usage, work, argv)
 
 if __name__ == "__main__":
     sys.exit(main())
