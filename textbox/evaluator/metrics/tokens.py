@@ -89,7 +89,8 @@ def missing_punkt() -> str | None:
     except LookupError:
         return ("rouge_sentence_split='punkt' needs NLTK's punkt_tab data, which is not installed (NLTK looks in: "
                 f"{', '.join(map(str, nltk.data.path))}). On a machine with internet run: python -m nltk.downloader "
-                "-d <dir> punkt_tab, copy <dir> here and set NLTK_DATA=<dir>; or split with 'period' or 'newline'")
+                "-d <dir> punkt_tab, copy <dir> here and set NLTK_DATA=<dir>; or give --rouge_sentence_split=period "
+                "(sentences cut at full stops, as TextBox 2.0's files2rouge did) or newline")
 
 
 def ptb_jar() -> Path | None:
