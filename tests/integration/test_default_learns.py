@@ -1,6 +1,6 @@
 """The embedded default task (pydoc_keywords) is learnable: after training on a small slice, test metrics are clearly
 better than those of the same model untrained, and the default fitted to a slice gives each of its inputs its own
-output with no stutter. The full default run's figures are in the README."""
+output with no stutter. The full default run's figures are in docs/default_run.md."""
 from __future__ import annotations
 
 import json
@@ -72,7 +72,7 @@ def test_the_default_gives_distinct_outputs_without_stutter_on_a_slice(workdir: 
     and decoding), fitted to a 96-example slice of the training split and decoding that slice: what a minute of
     training can show. The model must tell its inputs apart (a model that ignores its sources gives one sentence to
     all; 94 of 96 outputs were distinct here) and the decoding must not stutter (none did). The full default run, on
-    its unseen test split, gives the figures the README states."""
+    its unseen test split, gives the figures docs/default_run.md states."""
     train_sources = (workdir / "dataset" / "pydoc_keywords" / "train.src").read_text(encoding="utf-8").splitlines()
     sources = workdir / "train96.src"
     sources.write_text("".join(line + "\n" for line in train_sources[:96]), encoding="utf-8")

@@ -31,7 +31,7 @@ def _env() -> dict[str, str]:
 
 
 def _machine_launcher(rank: int, port: int) -> list[str]:
-    """The README's command for machine ``rank`` of 2, with 127.0.0.1 for the first machine's address."""
+    """docs/distributed.md's command for machine ``rank`` of 2, with 127.0.0.1 for the first machine's address."""
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "2",
             "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1", "--main_process_port", str(port),
             "--num_processes", "2", "--mixed_precision", "no", "--dynamo_backend", "no"]

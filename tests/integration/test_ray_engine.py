@@ -104,7 +104,7 @@ def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path:
     for engine, extra in (("local", []), ("ray", ["--engine=ray", f"--ray_address={ray_head}",
                                                   "--trial_resources={'cpu': 1}"])):
         # `ray start` turns on Ray's token authentication (the token is in ~/.ray/auth_token); a driver joining
-        # such a cluster says so with RAY_AUTH_MODE=token (Ray's rule, told in the README)
+        # such a cluster says so with RAY_AUTH_MODE=token (Ray's rule, told in docs/studies.md)
         done = run_script(["--multi_seed=2", f"--filename={engine}", *extra, *common], tmp_path, timeout=300,
                           script="run_multi_seed.py", env={"RAY_AUTH_MODE": "token"})
         assert done.returncode == 0, done.stderr[-3000:]

@@ -56,7 +56,7 @@ def test_every_accelerate_config_is_valid_for_accelerate_and_agrees_with_the_def
     assert (sharded_training(environ) is None) is whole_weights
 
 
-def test_the_shipped_configs_are_the_three_the_readme_names():
+def test_the_shipped_configs_are_the_three_the_docs_name():
     assert [path.name for path in ACCELERATE_CONFIGS] == ["deepspeed_zero2.yaml", "deepspeed_zero3.yaml",
                                                           "fsdp.yaml"]
     zero3 = launcher_environment(PROJECT_ROOT / "configs" / "accelerate" / "deepspeed_zero3.yaml")
