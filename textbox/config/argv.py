@@ -68,9 +68,9 @@ def quoting_hint(name: str, value: Any, sources: Mapping[str, str]) -> str:
     """When the shell ate the quotes of a list or dict (--metrics=[bleu,rouge]), say how to quote it."""
     if sources.get(name) != "command line" or not isinstance(value, str):
         return ""
-    kinds = {part.strip().split("[")[0] for part in SCHEMA[name].type.split("|")}
+    kinds = set(SCHEMA[name].kinds)
     text = value.strip()
-    if not kinds & {"list", "dict"} or not (text[:1] in "[{(" or ("dict" in kinds and ":" in text)):
+    if not kinds & {list, dict} or not (text[:1] in "[{(" or (dict in kinds and ":" in text)):
         return ""
     body = text if text[:1] in "[{(" else "{" + text + "}"
     quoted = re.sub(r"(?<![\w'\"])([A-Za-z_][\w.\-]*)(?![\w'\"])",

@@ -234,7 +234,7 @@ def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
                 problems.append(f"unknown key {named_key}{suggest(key, SCHEMA)} "
                                 f"(python run_textbox.py --help lists every key)")
                 continue
-            if SCHEMA[key].type == "dict" and isinstance(value, dict) and isinstance(values[key], dict):
+            if SCHEMA[key].kinds == (dict,) and isinstance(value, dict) and isinstance(values[key], dict):
                 if checkpoint_run is not None and sources.get(key) == checkpoint_run:
                     notes.append(f"{key}={value!r} ({origin}) replaces the tested run's {key}={values[key]!r} "
                                  f"({checkpoint_run}) whole, not key by key")
