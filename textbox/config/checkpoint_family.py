@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from textbox.config.families import (CAUSAL_HEADS, CAUSAL_LM, ENCODER_DECODER, ENCODER_HEADS, FAMILIES,
                                      FAMILY_OF_MODEL_TYPE, RNN, RNN_MODEL_TYPE, SEQ2SEQ, SEQ2SEQ_LM_HEADS, names_of)
@@ -122,16 +122,18 @@ def _from_adapter(record: dict[str, Any], origin: str, depth: int) -> Detected:
 def _from_hub(repo_id: str, depth: int) -> Detected:
     """A hub id: its config.json (or adapter_config.json) through the hub cache, downloaded when online."""
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off")
+    download: Callable[[str, str], str] | None
     try:
         from huggingface_hub import hf_hub_download
+        download = hf_hub_download
     except ImportError:  # pragma: no cover - installed with transformers
-        hf_hub_download = None
+        download = None
     reasons = []
     for name in (MODEL_CONFIG, ADAPTER_CONFIG):
-        if hf_hub_download is None:
+        if download is None:
             break
         try:
-            path = hf_hub_download(repo_id, name)
+            path = download(repo_id, name)
         except Exception as error:  # not found, offline, no network: each ends in the message below
             reasons.append(str(error).splitlines()[0] if str(error) else type(error).__name__)
             continue

@@ -138,7 +138,8 @@ def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, probl
             layers.append((detected.origin, {"model": detected.family}))
             notes.append(f"model family {detected.family!r} chosen from {detected.origin} (--model was not given; "
                          f"configs/model/{detected.family}.yaml applies)")
-        elif detected is not None and isinstance(explicit[0], str) and not compatible(explicit[0], detected):
+        elif detected is not None and explicit is not None and isinstance(explicit[0], str) \
+                and not compatible(explicit[0], detected):
             said = detected.family if detected.architecture in (None, detected.family) else \
                 f"{detected.family} (a {detected.architecture} architecture)"
             problems.append(f"{where('model', {'model': explicit[1]})}={explicit[0]} contradicts --model_path="
@@ -207,7 +208,8 @@ def with_model_sections(layers: list[Layer], model: Any, skip: dict[str, Any] | 
             if fixed:
                 problems.append(f"{named}: the {model_name!r} section sets {', '.join(fixed)}, which choose the files "
                                 f"and sections that apply: set {'it' if len(fixed) == 1 else 'them'} outside per_model")
-        chosen = {key.lower(): section for key, section in sections.items() if isinstance(key, str)}.get(name)
+        chosen = {key.lower(): section for key, section in sections.items() if isinstance(key, str)}.get(name) \
+            if name is not None else None
         if chosen:
             expanded.append((origin, {key: value for key, value in chosen.items() if key not in _NOT_PER_MODEL}))
     return expanded

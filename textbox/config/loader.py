@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -22,7 +22,7 @@ from textbox.config.families import yaml_names
 from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer,
                                    with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
-from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
 from textbox.config.textbox_translate import check_translations, translate_data_path, translate_layer
 from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
@@ -31,31 +31,48 @@ _CONFIG_HEADER = ("# Every key of this run, merged. Rerun it: python run_textbox
                   "# (filename and resume are left at their defaults: a rerun is a new run).\n")
 
 
-class Config(Mapping[str, Any]):
+if TYPE_CHECKING:
+    # mypy reads ``config.<key>`` as the key's annotation in the schema (config.src_len: int); a name that is no key
+    # is an error for mypy as at run time.
+    from textbox.config.schema import Keys as _KeyTypes
+else:
+    class _KeyTypes:
+        """At run time the values live in Config._values (Config.__getattr__ reads them)."""
+
+
+class Config(_KeyTypes, Mapping[str, ConfigValue]):
     """A frozen, validated configuration. Read keys as attributes (``config.learning_rate``) or items.
 
     ``sources`` remembers which layer set each key so that messages can point at the right file. ``checked``: every
     problem was looked for already (textbox.checks.load_checked_config), so that a run does not check it again.
     """
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None,
+    _checked: bool
+    _values: dict[str, ConfigValue]
+    _sources: dict[str, str]
+    _notes: tuple[str, ...]
+    _entry_sources: dict[str, dict[str, str]]
+
+    def __init__(self, values: Mapping[str, ConfigValue], sources: Mapping[str, str] | None = None,
                  notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None,
                  checked: bool = False):
         object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_sources", dict(sources or {}))
         object.__setattr__(self, "_notes", tuple(notes))
-        object.__setattr__(self, "_entry_sources", {key: dict(entries) for key, entries in (entry_sources or {}).items()})
+        object.__setattr__(self, "_entry_sources",
+                           {key: dict(entries) for key, entries in (entry_sources or {}).items()})
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
-            raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"unknown config key {name!r}") from None
+    if not TYPE_CHECKING:  # mypy reads the keys' types from Keys instead
+        def __getattr__(self, name: str) -> ConfigValue:
+            if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
+                raise AttributeError(name)
+            try:
+                return self._values[name]
+            except KeyError:
+                raise AttributeError(f"unknown config key {name!r}") from None
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Config], tuple[object, ...]]:
         return (Config, (self._values, self._sources, self._notes, self._entry_sources, self._checked))
 
     @property
@@ -66,13 +83,13 @@ class Config(Mapping[str, Any]):
         """This config, marked as having passed every check (only textbox.checks gives this mark)."""
         return Config(self._values, self._sources, self._notes, self._entry_sources, checked=True)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> ConfigValue:
         return self._values[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -107,18 +124,18 @@ class Config(Mapping[str, Any]):
         layer, warm-up precedence): each is one line of the run's log."""
         return self._notes
 
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self, **changes: ConfigValue) -> "Config":
         """A copy with some keys changed (not re-validated: use for runtime-derived values only)."""
         return self.replace_from("runtime", **changes)
 
-    def replace_from(self, origin: str, /, **changes: Any) -> "Config":
+    def replace_from(self, origin: str, /, **changes: ConfigValue) -> "Config":
         """``replace``, the changed keys recorded as set by ``origin`` (what messages and the log name)."""
         values = {**self._values, **changes}
         sources = {**self._sources, **{k: origin for k in changes}}
         entry_sources = {k: v for k, v in self._entry_sources.items() if k not in changes}
         return Config(values, sources, self._notes, entry_sources)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, ConfigValue]:
         return dict(self._values)
 
     def to_yaml(self) -> str:

@@ -57,7 +57,7 @@ def holds_run(path: str | Path | None) -> bool:
 
 def is_run_directory(path: str | Path | None) -> bool:
     """A run that can be continued: its config.yaml and a checkpoint_last."""
-    return holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
+    return path is not None and holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
 
 
 def failed_before_first_checkpoint(run_dir: Path) -> bool:

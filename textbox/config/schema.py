@@ -46,7 +46,7 @@ class Key:
             object.__setattr__(self, "annotation", _annotation(self.type))
 
     @property
-    def kinds(self) -> tuple[type, ...]:
+    def kinds(self) -> tuple[object, ...]:
         """The types a value may be, parameters left out: ``int | None`` -> (int, NoneType), list[str] -> (list,)."""
         return tuple(get_origin(alternative) or alternative for alternative in _alternatives(self.annotation))
 
