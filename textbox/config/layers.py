@@ -27,6 +27,23 @@ CONFIG_DIR = Path(os.environ.get("TEXTBOX_CONFIG_DIR", PROJECT_ROOT / "configs")
 
 Layer = tuple[str, dict[str, Any]]  # (origin: a file, "command line", ...; its key: value pairs)
 
+# The layers of a configuration, later wins: the order textbox.config.loader.resolve_config merges them in, written
+# only here (`--help` prints LAYER_ORDER; the loader's docstrings point here). The second layer exists only where
+# --model or --dataset is not given (named_layers); a run's config.yaml where --resume=True, --model_path=<run dir>
+# or --model_path=<a run's checkpoint> names one (run_layer). --model_path=<run dir> adds, above the command line,
+# the resume=True, saved_dir and filename it means. Study overrides (run_hyper, run_multi_seed) are command line.
+LAYERS: tuple[str, ...] = (
+    "configs/overall.yaml",
+    "the model family and dataset name read from --model_path and --data_path",
+    "configs/model/<model>.yaml",
+    "configs/dataset/<dataset>.yaml",
+    "the run's config.yaml (resuming it, or testing one of its checkpoints)",
+    "--config_files=a.yaml,b.yaml",
+    "command line",
+)
+LAYER_ORDER = ("Layers, later wins: " + " < ".join(LAYERS) + ". A layer's per_model section for the run's model "
+               "applies right after that layer.")
+
 
 def read_yaml(path: Path, problems: list[str], required: bool) -> dict[str, Any]:
     """The mapping in ``path`` (3e-5 is a number: textbox.utils.yaml_numbers); {} with a problem naming the file

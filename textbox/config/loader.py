@@ -1,7 +1,7 @@
 """Build a Config from layered yaml files and `--key=value` command-line arguments, with the config's own checks.
 
-Layers, later wins: configs/overall.yaml < configs/model/<model>.yaml < configs/dataset/<dataset>.yaml
-< --config_files=a.yaml,b.yaml < command line. Values are Python literals (ast.literal_eval, never eval).
+Layers, later wins, in the order textbox.config.layers.LAYERS gives. Command-line values are Python literals
+(ast.literal_eval, never eval).
 
 Why this module: merging the layers into one frozen Config, key by key with the origin of each, is the one job
 that needs all the others (command line: argv.py, which yaml files: layers.py, a run's own config.yaml:
@@ -177,8 +177,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     """Merge every layer; collect (not raise) every problem the config package can see.
 
     ``overrides`` act as an extra command-line layer (used by run_hyper and run_multi_seed). Layers, later wins:
-    overall.yaml < the model family and dataset name read from --model_path / --data_path < model yaml < dataset
-    yaml < the run's config.yaml (resuming it, or testing one of its checkpoints) < --config_files < command line.
+    textbox.config.layers.LAYERS, built here in that order.
     """
     config_dir = Path(config_dir or CONFIG_DIR)
     problems: list[str] = []
