@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -160,7 +160,7 @@ class Resolution:
     problems: list[str]
 
 
-def load_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+def load_config(argv: Iterable[str] = (), overrides: Mapping[str, ConfigValue] | None = None,
                 config_dir: Path | None = None) -> Config:
     """Merge every layer and return a frozen Config; raise ConfigError with all the config package's problems.
 
@@ -172,7 +172,7 @@ def load_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = 
     return resolution.config
 
 
-def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, ConfigValue] | None = None,
                    config_dir: Path | None = None) -> Resolution:
     """Merge every layer; collect (not raise) every problem the config package can see.
 
@@ -196,7 +196,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
              *([(run.implied_origin, run.implied)] if run and run.implied else [])]
     named = [] if run and run.resuming else named_layers(overall, upper, run, problems, notes)
 
-    def current(name: str) -> Any:
+    def current(name: str) -> ConfigValue:
         value = DEFAULTS[name]
         for _, layer in [overall, *named, *upper]:
             value = layer.get(name, value)
@@ -221,8 +221,8 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     return Resolution(Config(checkable, sources, notes, entry_sources), problems)
 
 
-def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLayer | None,
-                    problems: list[str]) -> dict[str, Any]:
+def _checked_values(values: dict[str, ConfigValue], sources: dict[str, str], run: RunLayer | None,
+                    problems: list[str]) -> dict[str, ConfigValue]:
     """Types first, then (choices lowercased) what a resumed run may not change and the cross-key checks
     (textbox.config.validate.typed_then_semantics)."""
     resumed = run if run is not None and run.resuming else None
@@ -235,7 +235,7 @@ def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLay
 
 
 def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
-           notes: list[str]) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, str]]]:
+           notes: list[str]) -> tuple[dict[str, ConfigValue], dict[str, str], dict[str, dict[str, str]]]:
     """The layers merged in order, later wins (dicts key by key): the values, the layer that set each key, and
     the layer of each entry of a merged dict."""
     values = dict(DEFAULTS)
@@ -266,7 +266,7 @@ def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
     return values, sources, entry_sources
 
 
-def _family_files(config_dir: Path, model_name: Any, dataset_name: Any, problems: list[str]) -> list[Layer]:
+def _family_files(config_dir: Path, model_name: object, dataset_name: object, problems: list[str]) -> list[Layer]:
     """configs/model/<model>.yaml (mt5 has no yaml of its own: t5's applies, textbox.config.families.yaml_names)
     and configs/dataset/<dataset>.yaml, where the names are known."""
     layers: list[Layer] = []
@@ -280,7 +280,7 @@ def _family_files(config_dir: Path, model_name: Any, dataset_name: Any, problems
     return layers
 
 
-def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, Any], sources: dict[str, str],
+def _resolve_warmup(layers: list[Layer], values: dict[str, ConfigValue], sources: dict[str, str],
                     problems: list[str], notes: list[str]) -> None:
     """warmup_steps and warmup_ratio are two ways to say one thing: the later (more specific) layer's wins and
     the other is reset to 0; both non-zero in one layer is an error."""
@@ -309,7 +309,7 @@ def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, 
         sources[other] = origin
 
 
-def _pretraining_tests(values: dict[str, Any], sources: dict[str, str], notes: list[str]) -> None:
+def _pretraining_tests(values: dict[str, ConfigValue], sources: dict[str, str], notes: list[str]) -> None:
     """Pre-training is judged by its validation loss and needs no test split (TextBox 2.0 set do_test=False with a
     pretrain_task): do_test left at its default becomes False; given, it is honoured (a test loss on test.src)."""
     if values["pretrain_task"] is not None and values["do_test"] and sources.get("do_test", "default") == "default":
@@ -322,5 +322,5 @@ def _origin_name(origin: str) -> str:
     return "the command line" if origin == "command line" else origin
 
 
-def _nonzero(value: Any) -> bool:
+def _nonzero(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0

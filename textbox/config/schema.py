@@ -17,8 +17,8 @@ from functools import reduce
 from typing import Any, TypeAlias, TypeVar, Union, get_args, get_origin, get_type_hints
 
 ConfigValue: TypeAlias = Any
-"""A value as a yaml file or a command-line literal holds it (str, int, float, bool, None, list, dict): a dict key's
-entries (config_kwargs, generation_kwargs, ...) and values before their type is checked. Any, not object: the
+"""A value as a yaml or JSON file or a command-line literal holds it (str, int, float, bool, None, list, dict): a dict
+key's entries (config_kwargs, generation_kwargs, ...) and values before their type is checked. Any, not object: the
 entries are handed on to the library that reads them (transformers, peft, torch), which checks them itself."""
 
 # The names a type is written with (``"int|None"``, ``"list[str]"``): today's spelling in messages and `--help`.
