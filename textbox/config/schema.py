@@ -38,7 +38,7 @@ class Key:
     default: ConfigValue
     doc: str
     group: str
-    choices: tuple[object, ...] | None = None
+    choices: tuple[ConfigValue, ...] | None = None
     annotation: object = None
 
     def __post_init__(self) -> None:
@@ -109,7 +109,7 @@ def _annotation(text: str) -> object:
 _T = TypeVar("_T")
 
 
-def key(default: _T, doc: str, choices: tuple[object, ...] | None = None) -> _T:
+def key(default: _T, doc: str, choices: tuple[ConfigValue, ...] | None = None) -> _T:
     """A key's field: its default (a list or dict default is copied for each instance), doc and choices."""
     metadata = {"doc": doc, "choices": choices}
     if isinstance(default, (list, dict)):
