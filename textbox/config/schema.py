@@ -75,9 +75,8 @@ def _fits(annotation: object, value: object) -> bool:
         return any(_fits(alternative, value) for alternative in alternatives)
     origin = get_origin(annotation) or annotation
     if origin is list:
-        items = get_args(annotation)
-        return isinstance(value, (list, tuple)) and all(_fits(items[0], item) for item in value) if items \
-            else isinstance(value, (list, tuple))
+        items = get_args(annotation)  # list[str] -> (str,); a bare list -> ()
+        return isinstance(value, (list, tuple)) and (not items or all(_fits(items[0], item) for item in value))
     if isinstance(value, bool) and origin is not bool:
         return False  # True is an int in Python, but not a valid learning rate or batch size.
     if origin is float:
