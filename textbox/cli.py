@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import os
 import sys
+
+from textwrap import fill
 from typing import Any, Callable, Mapping
 
 from textbox.config import TextBoxError
+from textbox.config.layers import LAYER_ORDER
 
-USAGE = """usage: python run_textbox.py [--key=value ...]
+USAGE = f"""usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
 
-Values are Python literals, quoted for the shell: --metrics="['bleu','rouge']" --generation_kwargs="{'num_beams':4}".
-Layers, later wins: configs/overall.yaml < configs/model/<model>.yaml < configs/dataset/<dataset>.yaml
-< --config_files=a.yaml,b.yaml < command line. Keys:"""
+Values are Python literals, quoted for the shell: --metrics="['bleu','rouge']" --generation_kwargs="{{'num_beams':4}}".
+{fill(LAYER_ORDER + " Keys:", width=118, break_long_words=False, break_on_hyphens=False)}"""
 
 
 def wants_help(argv: list[str]) -> bool:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
-from textbox.config.schema import SCHEMA
+from textbox.config.schema import SCHEMA, ConfigValue
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str) -> ConfigValue:
     """A command-line value as a Python literal; anything that is not a literal stays a string."""
     try:
         return ast.literal_eval(text)
@@ -20,10 +20,10 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+def parse_argv(argv: Iterable[str]) -> tuple[dict[str, ConfigValue], list[str]]:
     """Parse ``--key=value`` / ``--key value`` pairs (``--config_files a.yaml b.yaml`` takes every file named after it).
     Returns the values and the malformed arguments."""
-    values: dict[str, Any] = {}
+    values: dict[str, ConfigValue] = {}
     problems: list[str] = []
     args = list(argv)
     i = 0
@@ -58,19 +58,19 @@ def parse_argv(argv: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
 _SEVERAL_VALUES = ("config_files",)
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: object) -> list[object]:
     if isinstance(value, (list, tuple)):
         return list(value)
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
-def quoting_hint(name: str, value: Any, sources: Mapping[str, str]) -> str:
+def quoting_hint(name: str, value: object, sources: Mapping[str, str]) -> str:
     """When the shell ate the quotes of a list or dict (--metrics=[bleu,rouge]), say how to quote it."""
     if sources.get(name) != "command line" or not isinstance(value, str):
         return ""
-    kinds = {part.strip().split("[")[0] for part in SCHEMA[name].type.split("|")}
+    kinds = set(SCHEMA[name].kinds)
     text = value.strip()
-    if not kinds & {"list", "dict"} or not (text[:1] in "[{(" or ("dict" in kinds and ":" in text)):
+    if not kinds & {list, dict} or not (text[:1] in "[{(" or (dict in kinds and ":" in text)):
         return ""
     body = text if text[:1] in "[{(" else "{" + text + "}"
     quoted = re.sub(r"(?<![\w'\"])([A-Za-z_][\w.\-]*)(?![\w'\"])",

@@ -11,10 +11,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Callable, Mapping
 
 from textbox.config.families import (CAUSAL_HEADS, CAUSAL_LM, ENCODER_DECODER, ENCODER_HEADS, FAMILIES,
                                      FAMILY_OF_MODEL_TYPE, RNN, RNN_MODEL_TYPE, SEQ2SEQ, SEQ2SEQ_LM_HEADS, names_of)
+from textbox.config.schema import ConfigValue
 
 MODEL_CONFIG = "config.json"
 ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
@@ -41,7 +42,7 @@ class Detected:
     architecture: str | None = None
 
 
-def family_of_model_config(config: dict[str, Any]) -> str | None:
+def family_of_model_config(config: Mapping[str, ConfigValue]) -> str | None:
     """The registry name for a config.json's contents, or None when nothing in it says."""
     model_type = str(config.get("model_type", "")).lower()
     if model_type == RNN_MODEL_TYPE:
@@ -100,7 +101,7 @@ def detect(model_path: str, _depth: int = 0) -> Detected:
     return _from_hub(model_path, _depth)
 
 
-def _from_model_config(config: dict[str, Any], origin: str, model_path: str) -> Detected:
+def _from_model_config(config: Mapping[str, object], origin: str, model_path: str) -> Detected:
     family = family_of_model_config(config)
     if family is None:
         raise FamilyError(f"--model_path={model_path}: {origin} (model_type {config.get('model_type')!r}, "
@@ -110,7 +111,7 @@ def _from_model_config(config: dict[str, Any], origin: str, model_path: str) -> 
     return Detected(family, f"checkpoint {origin}")
 
 
-def _from_adapter(record: dict[str, Any], origin: str, depth: int) -> Detected:
+def _from_adapter(record: Mapping[str, object], origin: str, depth: int) -> Detected:
     base = record.get("base_model_name_or_path")
     if not base or depth > 3:
         raise FamilyError(f"{origin} names no base model (base_model_name_or_path), so the model family is "
@@ -122,16 +123,18 @@ def _from_adapter(record: dict[str, Any], origin: str, depth: int) -> Detected:
 def _from_hub(repo_id: str, depth: int) -> Detected:
     """A hub id: its config.json (or adapter_config.json) through the hub cache, downloaded when online."""
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off")
+    download: Callable[[str, str], str] | None
     try:
         from huggingface_hub import hf_hub_download
+        download = hf_hub_download
     except ImportError:  # pragma: no cover - installed with transformers
-        hf_hub_download = None
+        download = None
     reasons = []
     for name in (MODEL_CONFIG, ADAPTER_CONFIG):
-        if hf_hub_download is None:
+        if download is None:
             break
         try:
-            path = hf_hub_download(repo_id, name)
+            path = download(repo_id, name)
         except Exception as error:  # not found, offline, no network: each ends in the message below
             reasons.append(str(error).splitlines()[0] if str(error) else type(error).__name__)
             continue
@@ -148,7 +151,7 @@ def _from_hub(repo_id: str, depth: int) -> Detected:
                       f"check the id, or give --model=<family> or a local directory")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, ConfigValue]:
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, ItemsView, Mapping, Protocol
 
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER
-from textbox.config.schema import PROMPT_METHODS
+from textbox.config.schema import PROMPT_METHODS, ConfigValue
 
 HONOURED = "honoured"
 
@@ -51,13 +51,21 @@ TOKENIZER_FACTS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id")
 DENOISING_KEYS = ("mask_ratio", "poisson_lambda", "permute_sentence_ratio")
 
 
+class SourcedConfig(Protocol):
+    """A Config as these checks read it (the loader imports this module, so not the class itself)."""
+
+    def items(self) -> ItemsView[str, ConfigValue]: ...
+
+    def source_of(self, name: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why a key cannot be honoured and what to do instead; ``unless`` waives it (e.g. a setting that makes
     it possible). ``message`` may name {model} and {path}."""
 
     message: str
-    unless: Callable[[Mapping[str, Any]], bool] | None = None
+    unless: Callable[[Mapping[str, ConfigValue]], bool] | None = None
     unless_text: str = ""  # the waiving setting, for the table
 
 
@@ -144,7 +152,7 @@ NOTES = {
 }
 
 
-def situation(family: str, values: Mapping[str, Any]) -> str | None:
+def situation(family: str, values: Mapping[str, ConfigValue]) -> str | None:
     """Which situation of ``family``'s builder this config puts it in; None when that depends on a checkpoint
     that cannot be read here (a hub id): the builder then checks with ``refuse_unhonoured``."""
     path = values["model_path"]
@@ -167,7 +175,7 @@ def situation(family: str, values: Mapping[str, Any]) -> str | None:
     return CHECKPOINT if model_type == "encoder-decoder" else ENCODERS
 
 
-def family_yaml_values(model: str) -> dict[str, Any]:
+def family_yaml_values(model: str) -> dict[str, ConfigValue]:
     """The values configs/model/<model>.yaml gives (empty when it has none or cannot be read)."""
     import yaml
 
@@ -184,7 +192,7 @@ def family_yaml_values(model: str) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def set_settings(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> dict[str, Any]:
+def set_settings(values: Mapping[str, ConfigValue], sources: Mapping[str, str], name: str) -> dict[str, ConfigValue]:
     """The entries of dict key ``name`` that were asked for: not the default and not the family yaml's."""
     value = values[name]
     if sources.get(name, "default") == "default":
@@ -196,13 +204,13 @@ def set_settings(values: Mapping[str, Any], sources: Mapping[str, str], name: st
     return {key: item for key, item in value.items() if key not in given or given[key] != item}
 
 
-def config_settings(config: Any, name: str) -> dict[str, Any]:
+def config_settings(config: SourcedConfig, name: str) -> dict[str, ConfigValue]:
     """``set_settings`` of a Config (what a builder applies over a checkpoint's own settings)."""
     values = dict(config.items())
     return set_settings(values, {key: config.source_of(key) for key in values}, name)
 
 
-def is_set(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> bool:
+def is_set(values: Mapping[str, ConfigValue], sources: Mapping[str, str], name: str) -> bool:
     """Whether key ``name`` was asked for (see the module docstring)."""
     from textbox.config.schema import DEFAULTS
 
@@ -214,7 +222,7 @@ def is_set(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> 
     return name not in yaml_values or yaml_values[name] != values[name]
 
 
-def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
+def problems(family: str, values: Mapping[str, ConfigValue], sources: Mapping[str, str],
              where: Callable[[str], str], known_situation: str | None = None) -> list[str]:
     """Every key set in ``values`` that ``family``'s builder cannot honour, as messages naming the key, the
     model and what to do; plus settings outside the fixed sets the new-model builders take."""
@@ -242,7 +250,7 @@ def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
     return found
 
 
-def refuse_unhonoured(config: Any, family: str, known_situation: str) -> None:
+def refuse_unhonoured(config: SourcedConfig, family: str, known_situation: str) -> None:
     """The builder's own check, once loading has shown its situation: a TextBoxUserError listing the refusals."""
     from textbox.config.errors import ConfigError
 
@@ -253,7 +261,7 @@ def refuse_unhonoured(config: Any, family: str, known_situation: str) -> None:
         raise ConfigError(found)
 
 
-def _asked(key: str, values: Mapping[str, Any], sources: Mapping[str, str]) -> bool:
+def _asked(key: str, values: Mapping[str, ConfigValue], sources: Mapping[str, str]) -> bool:
     methods = [method.lower() for method in values["efficient_methods"]]
     if key == LORA_IA3:
         return any(method in ("lora", "ia3") for method in methods)
@@ -268,7 +276,7 @@ def _asked(key: str, values: Mapping[str, Any], sources: Mapping[str, str]) -> b
     return is_set(values, sources, key)
 
 
-def _settings_problems(family: str, current: str, values: Mapping[str, Any], sources: Mapping[str, str],
+def _settings_problems(family: str, current: str, values: Mapping[str, ConfigValue], sources: Mapping[str, str],
                        where: Callable[[str], str]) -> list[str]:
     """Dict keys whose accepted settings are a fixed list: an unknown one is refused by name, before the build."""
     found = []

@@ -12,9 +12,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 from textbox.config.errors import TextBoxUserError
+from textbox.config.schema import ConfigValue
 
 Where = Callable[[str], str]
 
@@ -34,7 +35,7 @@ def deepspeed_file(environ: Mapping[str, str]) -> str | None:
     return None if path in ("", "none") else path
 
 
-def read_deepspeed_config(path: str) -> dict[str, Any]:
+def read_deepspeed_config(path: str) -> dict[str, ConfigValue]:
     """The DeepSpeed JSON config a launcher names (ValueError saying what is wrong with it)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -49,7 +50,7 @@ def read_deepspeed_config(path: str) -> dict[str, Any]:
     return loaded
 
 
-def launcher_problems(values: Mapping[str, Any], sources: Mapping[str, str], where: Where,
+def launcher_problems(values: Mapping[str, ConfigValue], sources: Mapping[str, str], where: Where,
                       environ: Mapping[str, str] | None = None) -> list[str]:
     """Every disagreement between the launcher's settings (``environ``, default os.environ) and the config; a key
     left at its default gives way to the launcher's setting (``sources`` says which keys were set)."""
@@ -101,7 +102,7 @@ def _zero_stage(environ: Mapping[str, str]) -> int | None:
     return None if number is None else int(number)
 
 
-def _gpu_problems(values: Mapping[str, Any], where: Where, environ: Mapping[str, str]) -> list[str]:
+def _gpu_problems(values: Mapping[str, ConfigValue], where: Where, environ: Mapping[str, str]) -> list[str]:
     """Each local process takes the device of its local rank among the gpu_id list (accelerate picks
     cuda:<LOCAL_RANK> of CUDA_VISIBLE_DEVICES): the list needs one id per process on this machine."""
     if values.get("gpu_id") is None:
@@ -115,16 +116,16 @@ def _gpu_problems(values: Mapping[str, Any], where: Where, environ: Mapping[str,
             f"{','.join(str(index) for index in range(processes))}) or start fewer (--num_processes)"]
 
 
-def gpu_id_list(value: Any) -> list[str]:
+def gpu_id_list(value: object) -> list[str]:
     """--gpu_id=1, --gpu_id='0,1' or --gpu_id=[0,1] as a list of device ids."""
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
     return [str(item).strip() for item in items if str(item).strip()]
 
 
-def _deepspeed_problems(values: Mapping[str, Any], sources: Mapping[str, str], where: Where,
+def _deepspeed_problems(values: Mapping[str, ConfigValue], sources: Mapping[str, str], where: Where,
                         environ: Mapping[str, str], launcher_steps: float | None) -> list[str]:
     path = deepspeed_file(environ)
-    settings: dict[str, Any] = {}
+    settings: dict[str, ConfigValue] = {}
     if path is not None:
         try:
             settings = read_deepspeed_config(path)
@@ -184,7 +185,7 @@ class Launch:
 class SourcedValues(Protocol):
     """A Config as agreed_launch reads it (the loader imports this module, so not the class itself)."""
 
-    def __getitem__(self, name: str) -> Any: ...
+    def __getitem__(self, name: str) -> ConfigValue: ...
 
     def source_of(self, name: str) -> str: ...
 
@@ -212,15 +213,15 @@ def agreed_mixed_precision(config: SourcedValues, environ: Mapping[str, str] | N
                            f"--mixed_precision={launcher}; make them equal (or set only one of them)")
 
 
-def run_mixed_precision(values: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+def run_mixed_precision(values: Mapping[str, ConfigValue], environ: Mapping[str, str]) -> str:
     """The run's mixed precision: --mixed_precision, or the launcher's when the config leaves it at no (a
     disagreement between the two is refused when the Accelerator is built)."""
     launcher = environ.get("ACCELERATE_MIXED_PRECISION", "no")
     return values["mixed_precision"] if values["mixed_precision"] != "no" or launcher == "no" else launcher
 
 
-def _precision_problems(values: Mapping[str, Any], where: Where, environ: Mapping[str, str],
-                        settings: Mapping[str, Any], source: str) -> list[str]:
+def _precision_problems(values: Mapping[str, ConfigValue], where: Where, environ: Mapping[str, str],
+                        settings: Mapping[str, ConfigValue], source: str) -> list[str]:
     ours = run_mixed_precision(values, environ)
     for kind in ("fp16", "bf16"):
         enabled = settings.get(kind, {}).get("enabled") if isinstance(settings.get(kind), dict) else None
@@ -232,7 +233,7 @@ def _precision_problems(values: Mapping[str, Any], where: Where, environ: Mappin
     return []
 
 
-def _number(value: Any) -> float | None:
+def _number(value: ConfigValue) -> float | None:
     """A numeric setting, or None for absent / "auto"."""
     if value is None or isinstance(value, bool):
         return None
@@ -242,7 +243,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def worker_gpu_ids(gpu_id: Any, workers: int) -> list[str] | None:
+def worker_gpu_ids(gpu_id: object, workers: int) -> list[str] | None:
     """The devices of each of a study's ``workers`` local worker processes: the gpu_id list cut into equal
     consecutive groups (--gpu_id=0,1,2,3 --workers=2: '0,1' and '2,3'), so that no two concurrent runs share a
     device. None without gpu_id or with one worker (the run keeps the whole list). A list that cannot give every

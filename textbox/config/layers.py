@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from textbox.config.checkpoint_family import Detected, FamilyError, compatible, detect
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
-from textbox.config.schema import DEFAULTS
+from textbox.config.schema import DEFAULTS, ConfigValue
 from textbox.config.textbox_translate import is_textbox_data_root
 from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
@@ -25,10 +24,27 @@ from textbox.utils.suggest import where
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = Path(os.environ.get("TEXTBOX_CONFIG_DIR", PROJECT_ROOT / "configs"))
 
-Layer = tuple[str, dict[str, Any]]  # (origin: a file, "command line", ...; its key: value pairs)
+Layer = tuple[str, dict[str, ConfigValue]]  # (origin: a file, "command line", ...; its key: value pairs)
+
+# The layers of a configuration, later wins: the order textbox.config.loader.resolve_config merges them in, written
+# only here (`--help` prints LAYER_ORDER; the loader's docstrings point here). The second layer exists only where
+# --model or --dataset is not given (named_layers); a run's config.yaml where --resume=True, --model_path=<run dir>
+# or --model_path=<a run's checkpoint> names one (run_layer). --model_path=<run dir> adds, above the command line,
+# the resume=True, saved_dir and filename it means. Study overrides (run_hyper, run_multi_seed) are command line.
+LAYERS: tuple[str, ...] = (
+    "configs/overall.yaml",
+    "the model family and dataset name read from --model_path and --data_path",
+    "configs/model/<model>.yaml",
+    "configs/dataset/<dataset>.yaml",
+    "the run's config.yaml (resuming it, or testing one of its checkpoints)",
+    "--config_files=a.yaml,b.yaml",
+    "command line",
+)
+LAYER_ORDER = ("Layers, later wins: " + " < ".join(LAYERS) + ". A layer's per_model section for the run's model "
+               "applies right after that layer.")
 
 
-def read_yaml(path: Path, problems: list[str], required: bool) -> dict[str, Any]:
+def read_yaml(path: Path, problems: list[str], required: bool) -> dict[str, ConfigValue]:
     """The mapping in ``path`` (3e-5 is a number: textbox.utils.yaml_numbers); {} with a problem naming the file
     (and line) when it cannot be used."""
     if not path.is_file():
@@ -53,7 +69,7 @@ def read_yaml(path: Path, problems: list[str], required: bool) -> dict[str, Any]
     return loaded
 
 
-def as_file_list(value: Any) -> list[str]:
+def as_file_list(value: object) -> list[str]:
     """--config_files as a list: 'a.yaml,b.yaml' or ['a.yaml', 'b.yaml']."""
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -62,7 +78,7 @@ def as_file_list(value: Any) -> list[str]:
     return []
 
 
-def given(layers: list[Layer], name: str) -> tuple[Any, str] | None:
+def given(layers: list[Layer], name: str) -> tuple[ConfigValue, str] | None:
     """The value of ``name`` in the last of ``layers`` that sets it, and that layer's origin."""
     found = None
     for origin, layer in layers:
@@ -74,7 +90,7 @@ def given(layers: list[Layer], name: str) -> tuple[Any, str] | None:
 def run_layer(overall: Layer, user_layers: list[Layer], problems: list[str], notes: list[str]) -> RunLayer | None:
     """The run whose config.yaml joins the layers: the one being resumed (--resume=True --filename=...,
     or --model_path=<run dir> when training), or the run that wrote the --model_path checkpoint."""
-    def current(name: str) -> Any:
+    def current(name: str) -> ConfigValue:
         found = given([overall, *user_layers], name)
         return found[0] if found else DEFAULTS[name]
 
@@ -138,7 +154,8 @@ def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, probl
             layers.append((detected.origin, {"model": detected.family}))
             notes.append(f"model family {detected.family!r} chosen from {detected.origin} (--model was not given; "
                          f"configs/model/{detected.family}.yaml applies)")
-        elif detected is not None and isinstance(explicit[0], str) and not compatible(explicit[0], detected):
+        elif detected is not None and explicit is not None and isinstance(explicit[0], str) \
+                and not compatible(explicit[0], detected):
             said = detected.family if detected.architecture in (None, detected.family) else \
                 f"{detected.family} (a {detected.architecture} architecture)"
             problems.append(f"{where('model', {'model': explicit[1]})}={explicit[0]} contradicts --model_path="
@@ -181,7 +198,7 @@ def _detect(model_path: str, run: RunLayer | None, required: bool, problems: lis
 _NOT_PER_MODEL = ("model", "model_path", "dataset", "data_path", "per_model", "config_files")
 
 
-def with_model_sections(layers: list[Layer], model: Any, skip: dict[str, Any] | None,
+def with_model_sections(layers: list[Layer], model: object, skip: dict[str, ConfigValue] | None,
                         problems: list[str]) -> list[Layer]:
     """``layers`` with each one's ``per_model`` section for ``model`` right after it (same origin: a section of a
     --config_files file counts as typed like the file). ``skip``: a run's config.yaml, which holds its sections'
@@ -207,7 +224,8 @@ def with_model_sections(layers: list[Layer], model: Any, skip: dict[str, Any] | 
             if fixed:
                 problems.append(f"{named}: the {model_name!r} section sets {', '.join(fixed)}, which choose the files "
                                 f"and sections that apply: set {'it' if len(fixed) == 1 else 'them'} outside per_model")
-        chosen = {key.lower(): section for key, section in sections.items() if isinstance(key, str)}.get(name)
+        chosen = {key.lower(): section for key, section in sections.items() if isinstance(key, str)}.get(name) \
+            if name is not None else None
         if chosen:
             expanded.append((origin, {key: value for key, value in chosen.items() if key not in _NOT_PER_MODEL}))
     return expanded

@@ -1,7 +1,7 @@
 """Build a Config from layered yaml files and `--key=value` command-line arguments, with the config's own checks.
 
-Layers, later wins: configs/overall.yaml < configs/model/<model>.yaml < configs/dataset/<dataset>.yaml
-< --config_files=a.yaml,b.yaml < command line. Values are Python literals (ast.literal_eval, never eval).
+Layers, later wins, in the order textbox.config.layers.LAYERS gives. Command-line values are Python literals
+(ast.literal_eval, never eval).
 
 Why this module: merging the layers into one frozen Config, key by key with the origin of each, is the one job
 that needs all the others (command line: argv.py, which yaml files: layers.py, a run's own config.yaml:
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -22,7 +22,7 @@ from textbox.config.families import yaml_names
 from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer,
                                    with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
-from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
 from textbox.config.textbox_translate import check_translations, translate_data_path, translate_layer
 from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
@@ -31,31 +31,48 @@ _CONFIG_HEADER = ("# Every key of this run, merged. Rerun it: python run_textbox
                   "# (filename and resume are left at their defaults: a rerun is a new run).\n")
 
 
-class Config(Mapping[str, Any]):
+if TYPE_CHECKING:
+    # mypy reads ``config.<key>`` as the key's annotation in the schema (config.src_len: int); a name that is no key
+    # is an error for mypy as at run time.
+    from textbox.config.schema import Keys as _KeyTypes
+else:
+    class _KeyTypes:
+        """At run time the values live in Config._values (Config.__getattr__ reads them)."""
+
+
+class Config(_KeyTypes, Mapping[str, ConfigValue]):
     """A frozen, validated configuration. Read keys as attributes (``config.learning_rate``) or items.
 
     ``sources`` remembers which layer set each key so that messages can point at the right file. ``checked``: every
     problem was looked for already (textbox.checks.load_checked_config), so that a run does not check it again.
     """
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None,
+    _checked: bool
+    _values: dict[str, ConfigValue]
+    _sources: dict[str, str]
+    _notes: tuple[str, ...]
+    _entry_sources: dict[str, dict[str, str]]
+
+    def __init__(self, values: Mapping[str, ConfigValue], sources: Mapping[str, str] | None = None,
                  notes: Iterable[str] = (), entry_sources: Mapping[str, Mapping[str, str]] | None = None,
                  checked: bool = False):
         object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_sources", dict(sources or {}))
         object.__setattr__(self, "_notes", tuple(notes))
-        object.__setattr__(self, "_entry_sources", {key: dict(entries) for key, entries in (entry_sources or {}).items()})
+        object.__setattr__(self, "_entry_sources",
+                           {key: dict(entries) for key, entries in (entry_sources or {}).items()})
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
-            raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"unknown config key {name!r}") from None
+    if not TYPE_CHECKING:  # mypy reads the keys' types from Keys instead
+        def __getattr__(self, name: str) -> ConfigValue:
+            if name.startswith("_"):  # internal names (and pickle's probes) are never config keys
+                raise AttributeError(name)
+            try:
+                return self._values[name]
+            except KeyError:
+                raise AttributeError(f"unknown config key {name!r}") from None
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Config], tuple[object, ...]]:
         return (Config, (self._values, self._sources, self._notes, self._entry_sources, self._checked))
 
     @property
@@ -66,13 +83,13 @@ class Config(Mapping[str, Any]):
         """This config, marked as having passed every check (only textbox.checks gives this mark)."""
         return Config(self._values, self._sources, self._notes, self._entry_sources, checked=True)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Config is frozen; use config.replace(key=value) for a changed copy")
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> ConfigValue:
         return self._values[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -107,18 +124,18 @@ class Config(Mapping[str, Any]):
         layer, warm-up precedence): each is one line of the run's log."""
         return self._notes
 
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self, **changes: ConfigValue) -> "Config":
         """A copy with some keys changed (not re-validated: use for runtime-derived values only)."""
         return self.replace_from("runtime", **changes)
 
-    def replace_from(self, origin: str, /, **changes: Any) -> "Config":
+    def replace_from(self, origin: str, /, **changes: ConfigValue) -> "Config":
         """``replace``, the changed keys recorded as set by ``origin`` (what messages and the log name)."""
         values = {**self._values, **changes}
         sources = {**self._sources, **{k: origin for k in changes}}
         entry_sources = {k: v for k, v in self._entry_sources.items() if k not in changes}
         return Config(values, sources, self._notes, entry_sources)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, ConfigValue]:
         return dict(self._values)
 
     def to_yaml(self) -> str:
@@ -143,7 +160,7 @@ class Resolution:
     problems: list[str]
 
 
-def load_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+def load_config(argv: Iterable[str] = (), overrides: Mapping[str, ConfigValue] | None = None,
                 config_dir: Path | None = None) -> Config:
     """Merge every layer and return a frozen Config; raise ConfigError with all the config package's problems.
 
@@ -155,13 +172,12 @@ def load_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = 
     return resolution.config
 
 
-def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, ConfigValue] | None = None,
                    config_dir: Path | None = None) -> Resolution:
     """Merge every layer; collect (not raise) every problem the config package can see.
 
     ``overrides`` act as an extra command-line layer (used by run_hyper and run_multi_seed). Layers, later wins:
-    overall.yaml < the model family and dataset name read from --model_path / --data_path < model yaml < dataset
-    yaml < the run's config.yaml (resuming it, or testing one of its checkpoints) < --config_files < command line.
+    textbox.config.layers.LAYERS, built here in that order.
     """
     config_dir = Path(config_dir or CONFIG_DIR)
     problems: list[str] = []
@@ -180,7 +196,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
              *([(run.implied_origin, run.implied)] if run and run.implied else [])]
     named = [] if run and run.resuming else named_layers(overall, upper, run, problems, notes)
 
-    def current(name: str) -> Any:
+    def current(name: str) -> ConfigValue:
         value = DEFAULTS[name]
         for _, layer in [overall, *named, *upper]:
             value = layer.get(name, value)
@@ -205,8 +221,8 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None
     return Resolution(Config(checkable, sources, notes, entry_sources), problems)
 
 
-def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLayer | None,
-                    problems: list[str]) -> dict[str, Any]:
+def _checked_values(values: dict[str, ConfigValue], sources: dict[str, str], run: RunLayer | None,
+                    problems: list[str]) -> dict[str, ConfigValue]:
     """Types first, then (choices lowercased) what a resumed run may not change and the cross-key checks
     (textbox.config.validate.typed_then_semantics)."""
     resumed = run if run is not None and run.resuming else None
@@ -219,7 +235,7 @@ def _checked_values(values: dict[str, Any], sources: dict[str, str], run: RunLay
 
 
 def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
-           notes: list[str]) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, str]]]:
+           notes: list[str]) -> tuple[dict[str, ConfigValue], dict[str, str], dict[str, dict[str, str]]]:
     """The layers merged in order, later wins (dicts key by key): the values, the layer that set each key, and
     the layer of each entry of a merged dict."""
     values = dict(DEFAULTS)
@@ -234,7 +250,7 @@ def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
                 problems.append(f"unknown key {named_key}{suggest(key, SCHEMA)} "
                                 f"(python run_textbox.py --help lists every key)")
                 continue
-            if SCHEMA[key].type == "dict" and isinstance(value, dict) and isinstance(values[key], dict):
+            if SCHEMA[key].kinds == (dict,) and isinstance(value, dict) and isinstance(values[key], dict):
                 if checkpoint_run is not None and sources.get(key) == checkpoint_run:
                     notes.append(f"{key}={value!r} ({origin}) replaces the tested run's {key}={values[key]!r} "
                                  f"({checkpoint_run}) whole, not key by key")
@@ -250,7 +266,7 @@ def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
     return values, sources, entry_sources
 
 
-def _family_files(config_dir: Path, model_name: Any, dataset_name: Any, problems: list[str]) -> list[Layer]:
+def _family_files(config_dir: Path, model_name: object, dataset_name: object, problems: list[str]) -> list[Layer]:
     """configs/model/<model>.yaml (mt5 has no yaml of its own: t5's applies, textbox.config.families.yaml_names)
     and configs/dataset/<dataset>.yaml, where the names are known."""
     layers: list[Layer] = []
@@ -264,7 +280,7 @@ def _family_files(config_dir: Path, model_name: Any, dataset_name: Any, problems
     return layers
 
 
-def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, Any], sources: dict[str, str],
+def _resolve_warmup(layers: list[Layer], values: dict[str, ConfigValue], sources: dict[str, str],
                     problems: list[str], notes: list[str]) -> None:
     """warmup_steps and warmup_ratio are two ways to say one thing: the later (more specific) layer's wins and
     the other is reset to 0; both non-zero in one layer is an error."""
@@ -293,7 +309,7 @@ def _resolve_warmup(layers: list[tuple[str, dict[str, Any]]], values: dict[str, 
         sources[other] = origin
 
 
-def _pretraining_tests(values: dict[str, Any], sources: dict[str, str], notes: list[str]) -> None:
+def _pretraining_tests(values: dict[str, ConfigValue], sources: dict[str, str], notes: list[str]) -> None:
     """Pre-training is judged by its validation loss and needs no test split (TextBox 2.0 set do_test=False with a
     pretrain_task): do_test left at its default becomes False; given, it is honoured (a test loss on test.src)."""
     if values["pretrain_task"] is not None and values["do_test"] and sources.get("do_test", "default") == "default":
@@ -306,5 +322,5 @@ def _origin_name(origin: str) -> str:
     return "the command line" if origin == "command line" else origin
 
 
-def _nonzero(value: Any) -> bool:
+def _nonzero(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0

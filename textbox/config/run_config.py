@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Callable, Protocol
 
-from textbox.config.schema import SCHEMA
+from textbox.config.schema import SCHEMA, ConfigValue
 
 RUN_CONFIG = "config.yaml"
 # The checkpoints a run writes (textbox/trainer/checkpoint.py): named here, where run directories are recognised.
@@ -57,7 +57,7 @@ def holds_run(path: str | Path | None) -> bool:
 
 def is_run_directory(path: str | Path | None) -> bool:
     """A run that can be continued: its config.yaml and a checkpoint_last."""
-    return holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
+    return path is not None and holds_run(path) and (Path(path).expanduser() / LAST_CHECKPOINT).is_dir()
 
 
 def failed_before_first_checkpoint(run_dir: Path) -> bool:
@@ -81,19 +81,25 @@ def run_of_checkpoint(path: str | Path | None) -> Path | None:
     return None
 
 
+class ReadYaml(Protocol):
+    """textbox.config.layers.read_yaml, handed in (layers.py imports this module)."""
+
+    def __call__(self, path: Path, problems: list[str], required: bool) -> dict[str, ConfigValue]: ...
+
+
 @dataclass
 class RunLayer:
     """The layer a run's config.yaml contributes, where it comes from, and what it implies."""
 
     origin: str
-    values: dict[str, Any]
-    saved: dict[str, Any] = field(default_factory=dict)  # the whole saved config (resume: to compare against)
+    values: dict[str, ConfigValue]
+    saved: dict[str, ConfigValue] = field(default_factory=dict)  # the whole saved config (resume: to compare against)
     resuming: bool = False
-    implied: dict[str, Any] = field(default_factory=dict)  # keys a --model_path=<run dir> sets
+    implied: dict[str, ConfigValue] = field(default_factory=dict)  # keys a --model_path=<run dir> sets
     implied_origin: str = ""
 
 
-def read_run_config(run_dir: Path, read_yaml: Any, problems: list[str]) -> dict[str, Any] | None:
+def read_run_config(run_dir: Path, read_yaml: ReadYaml, problems: list[str]) -> dict[str, ConfigValue] | None:
     """The saved config of ``run_dir`` (None, with a problem, when it is missing or unreadable)."""
     path = run_dir / RUN_CONFIG
     if not path.is_file():
@@ -104,7 +110,8 @@ def read_run_config(run_dir: Path, read_yaml: Any, problems: list[str]) -> dict[
     return saved if len(problems) == found else None
 
 
-def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: dict[str, Any]) -> RunLayer | None:
+def resume_layer(run_dir: Path, read_yaml: ReadYaml, problems: list[str],
+                 implied: dict[str, ConfigValue]) -> RunLayer | None:
     """Continue ``run_dir``: its whole config.yaml (but the run-identity keys) is the base layer."""
     if failed_before_first_checkpoint(run_dir):
         problems.append(nothing_to_continue(run_dir))
@@ -118,7 +125,7 @@ def resume_layer(run_dir: Path, read_yaml: Any, problems: list[str], implied: di
     return RunLayer(str(run_dir / RUN_CONFIG), values, saved, resuming=True, implied=implied)
 
 
-def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], training: bool,
+def checkpoint_layer(run_dir: Path, read_yaml: ReadYaml, problems: list[str], training: bool,
                      names_data: bool) -> RunLayer | None:
     """``--model_path=<run>/checkpoint_*``: the run's model family always; when testing or generating (not
     training), also the settings that decide what the model reads and writes (lengths, prompts, generation), and
@@ -132,7 +139,8 @@ def checkpoint_layer(run_dir: Path, read_yaml: Any, problems: list[str], trainin
     return RunLayer(str(run_dir / RUN_CONFIG), {key: saved[key] for key in keys if key in saved}, saved)
 
 
-def resume_changes(values: dict[str, Any], sources: dict[str, str], layer: RunLayer, where: Any) -> list[str]:
+def resume_changes(values: dict[str, ConfigValue], sources: dict[str, str], layer: RunLayer,
+                   where: Callable[[str], str]) -> list[str]:
     """Every key this command changes in a resumed run that it may not change."""
     problems = []
     chosen_by = [str(figure) for figure in values.get("metrics_for_best_model", ())]

@@ -68,6 +68,13 @@ def _config_field(field_name: str) -> Name:
                                       entries={"config_kwargs": {field_name: value}}))
 
 
+def _generation_setting(name: str) -> Name:
+    """A generation setting that transformers 4 kept in the model config."""
+    return Name(f"`generation_kwargs['{name}']`",
+                lambda value: Outcome(f"generation_kwargs['{name}']={value!r}",
+                                      entries={"generation_kwargs": {name: value}}))
+
+
 def _metric_option(metric: str, accepted: Mapping[Any, str], pointer: str) -> Name:
     """An option of one metric: values with a counterpart here are accepted (``accepted[value]`` says what
     computes it); any other value is refused when ``metric`` is computed, and has no effect otherwise."""
@@ -224,10 +231,7 @@ TEXTBOX_NAMES: dict[str, Name] = {
         "max_position_embeddings", "pad_token_id", "scale_embedding", "use_cache", "vocab_size", "hidden_size",
         "num_layers")},
     # generation settings that transformers 4 kept in the model config (TextBox 2.0's transformer.yaml)
-    **{name: Name(f"`generation_kwargs['{name}']`",
-                  lambda value, name=name: Outcome(f"generation_kwargs['{name}']={value!r}",
-                                                   entries={"generation_kwargs": {name: value}}))
-       for name in ("forced_bos_token_id", "forced_eos_token_id")},
+    **{name: _generation_setting(name) for name in ("forced_bos_token_id", "forced_eos_token_id")},
     # --- metric options -----------------------------------------------------------------------------------
     "rouge_type": Name("files2rouge: `rouge_sentence_split='period'`; rouge-score: `rouge_sentence_split='punkt'` "
                        "(both scored by rouge-score); other values refused when rouge is computed", _rouge_type),

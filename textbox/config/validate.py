@@ -7,11 +7,11 @@ textbox/checks.py gathers both into one report before anything runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from textbox.config.argv import quoting_hint
 from textbox.config.launcher import launcher_problems
-from textbox.config.schema import DEFAULTS, SCHEMA
+from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
 from textbox.config.textbox_values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
@@ -21,9 +21,9 @@ _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_step
 _NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples")
 
 
-def typed_then_semantics(values: Mapping[str, Any], sources: Mapping[str, str], lowercase_choices: bool = False,
-                         when_typed: Callable[[dict[str, Any]], list[str]] | None = None,
-                         ) -> tuple[list[str], dict[str, Any]]:
+def typed_then_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str], lowercase_choices: bool = False,
+                         when_typed: Callable[[dict[str, ConfigValue]], list[str]] | None = None,
+                         ) -> tuple[list[str], dict[str, ConfigValue]]:
     """Each key's type first, then the cross-key rules: the problems, and the values those rules saw. The rules run
     even when some keys are mistyped, on their defaults (the values returned), so that every problem is reported in
     one go. ``lowercase_choices``: a choice is stored lowercased (the loader's Config); ``when_typed``: checks that
@@ -39,7 +39,7 @@ def typed_then_semantics(values: Mapping[str, Any], sources: Mapping[str, str], 
     return problems, checkable
 
 
-def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tuple[list[str], set[str]]:
+def type_problems(values: Mapping[str, ConfigValue], sources: Mapping[str, str]) -> tuple[list[str], set[str]]:
     """Every value that does not fit its key's declared type (or choices), and the names of those keys."""
     problems: list[str] = []
     mistyped: set[str] = set()
@@ -53,7 +53,7 @@ def type_problems(values: Mapping[str, Any], sources: Mapping[str, str]) -> tupl
     return problems, mistyped
 
 
-def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[str]:
+def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str]) -> list[str]:
     """Every cross-key problem in ``values`` that the config package sees alone (the registries check the rest)."""
     problems: list[str] = []
     where = lambda name: where_set(name, sources)  # noqa: E731 - a local shorthand
@@ -102,7 +102,7 @@ def check_semantics(values: Mapping[str, Any], sources: Mapping[str, str]) -> li
     return problems
 
 
-def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
+def _check_pretraining(values: Mapping[str, ConfigValue], where: Callable[[str], str]) -> list[str]:
     """Denoising pre-training (textbox/data/denoising.py) is validated by its loss, with settings in range (whether
     the model has a mask token is textbox/model/checks.py's)."""
     if values["pretrain_task"] is None:
@@ -123,7 +123,7 @@ def _check_pretraining(values: Mapping[str, Any], where) -> list[str]:
     return problems
 
 
-def _averaging_problems(values: Mapping[str, Any], where: Any) -> list[str]:
+def _averaging_problems(values: Mapping[str, ConfigValue], where: Callable[[str], str]) -> list[str]:
     """average_checkpoints reads the checkpoint-<step> directories of the last validations: they must exist."""
     count = values["average_checkpoints"]
     if count < 1:
