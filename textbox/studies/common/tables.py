@@ -12,7 +12,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from textbox.utils.atomic import write_text_atomic
 
@@ -69,7 +69,7 @@ def plot_search(path: Path, tids: Sequence[int], scores: Sequence[float | None],
     save_figure(figure, path)
 
 
-def plot_distributions(path: Path, values: dict[str, Sequence[float]]) -> None:
+def plot_distributions(path: Path, values: Mapping[str, Sequence[float]]) -> None:
     """One panel per metric: a box plot of the per-seed values with every seed drawn on it."""
     from matplotlib.figure import Figure
 
