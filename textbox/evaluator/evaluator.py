@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 class Evaluator:
     """Loss, generation and scores of the splits it is given, with the run's generation settings and engine."""
 
-    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: PreTrainedTokenizerBase, collator: Collator):
+    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: PreTrainedTokenizerBase,
+                 collator: Collator):
         self.config = config
         self.accelerator = accelerator
         self.tokenizer = tokenizer

@@ -5,7 +5,8 @@ from pathlib import Path
 from textbox.config.schema import SCHEMA
 
 
-def trial_overrides(run_keys: dict[str, object], params: dict[str, object], directory: Path, name: str) -> dict[str, object]:
+def trial_overrides(run_keys: dict[str, object], params: dict[str, object], directory: Path,
+                    name: str) -> dict[str, object]:
     """A trial's keys: the search's run keys, its point, its own directory, and no test run."""
     return {**run_keys, **fit_key_types(params), "saved_dir": str(directory), "filename": name, "do_test": False}
 
