@@ -10,7 +10,7 @@ pipeline, and gathers both. Every entry point (run_textbox, run_hyper, run_multi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from textbox.config import Config, ConfigError
 from textbox.config.loader import resolve_config
@@ -25,7 +25,7 @@ from textbox.model import checks as models
 from textbox.trainer import schedules
 
 
-def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, Any] | None = None,
+def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object] | None = None,
                         config_dir: Path | None = None) -> Config:
     """The Config of a command line (and ``overrides``, an extra command-line layer), every problem checked:
     raise one ConfigError listing them all (the config package's and every registry's)."""

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
-
 from textwrap import fill
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
-from textbox.config import TextBoxError
+from textbox.config import Config, TextBoxError
 from textbox.config.layers import LAYER_ORDER
 
 USAGE = f"""usage: python run_textbox.py [--key=value ...]
@@ -39,8 +38,8 @@ def is_secondary_process() -> bool:
             and os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")) not in ("", "0"))
 
 
-def run_cli(argv: list[str], overrides: Mapping[str, Any] | None = None,
-            runner: Callable[..., Any] | None = None) -> int:
+def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
+            runner: Callable[[Config], object] | None = None) -> int:
     """Parse, validate (every problem at once, before anything is built or written), run."""
     if wants_help(argv):
         from textbox.config.schema import describe

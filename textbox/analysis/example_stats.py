@@ -8,7 +8,7 @@ diversity figures (distinct, self_bleu) do not, and bert_score would reload its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -39,13 +39,13 @@ class ExampleStatistics:
         return self.from_sums(self.rows.sum(axis=0) if weights is None else weights @ self.rows)
 
 
-def supported_figures(options: Mapping[str, Any]) -> list[str]:
+def supported_figures(options: Mapping[str, object]) -> list[str]:
     return [*SACREBLEU_FIGURES, *(figure for metric in MEAN_OF_EXAMPLES_METRICS
                                   for figure in metric_outputs(metric, options))]
 
 
 def example_statistics(figure: str, hypotheses: list[str], references: list[list[str]],
-                       options: Mapping[str, Any]) -> ExampleStatistics:
+                       options: Mapping[str, object]) -> ExampleStatistics:
     """Statistics of ``figure`` for every example, under the metric options of ``options`` (a run's Config)."""
     name = figure.lower()
     supported = supported_figures(options)
@@ -64,7 +64,7 @@ def example_statistics(figure: str, hypotheses: list[str], references: list[list
 
 
 def _sacrebleu_statistics(figure: str, hypotheses: list[str], references: list[list[str]],
-                          options: Mapping[str, Any], higher_is_better: bool) -> ExampleStatistics:
+                          options: Mapping[str, object], higher_is_better: bool) -> ExampleStatistics:
     from textbox.evaluator.metrics.sacrebleu_metrics import reference_streams, scorer
 
     corpus_metric = scorer(figure, options)
@@ -80,7 +80,7 @@ def _sacrebleu_statistics(figure: str, hypotheses: list[str], references: list[l
 
 
 def _mean_statistics(metric: str, figure: str, hypotheses: list[str], references: list[list[str]],
-                     options: Mapping[str, Any], higher_is_better: bool) -> ExampleStatistics:
+                     options: Mapping[str, object], higher_is_better: bool) -> ExampleStatistics:
     """Rows (example's figure, 1): the sums give the total and the number of examples, so the mean."""
     per_example = np.array([compute_metrics([metric], [hypothesis], [example_references], options=options)
                             .scores[figure] for hypothesis, example_references in zip(hypotheses, references)])

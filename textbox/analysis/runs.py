@@ -70,7 +70,7 @@ def check_same_test_set(a: RunOutputs, b: RunOutputs) -> None:
                             f"{a.config.data_path} ({a.directory}) and {b.config.data_path} ({b.directory})")
 
 
-def _stored_values(config_path: Path) -> dict[str, Any]:
+def _stored_values(config_path: Path) -> dict[str, object]:
     try:
         values = yaml_numbers.load(config_path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as error:

@@ -12,7 +12,7 @@ nothing, so that every example counts exactly once on any number of processes.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import numpy as np
 from torch.utils.data import Sampler
@@ -20,8 +20,11 @@ from torch.utils.data import Sampler
 from textbox.config.errors import ConfigError
 from textbox.utils.labels import IGNORE_INDEX
 
+if TYPE_CHECKING:
+    from textbox.data.examples import Example, Examples
 
-def column_lengths(data: Any, column: str) -> np.ndarray:
+
+def column_lengths(data: Examples, column: Literal["input_ids", "labels"]) -> np.ndarray:
     """Token count of ``column`` in every example of a ``datasets.Dataset`` (read from Arrow, no Python lists)
     or of any sequence of dicts."""
     if hasattr(data, "with_format") and hasattr(data, "column_names"):
@@ -81,7 +84,7 @@ def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray,
     return source, target, bucket
 
 
-def filler(example: dict[str, Any]) -> dict[str, Any]:
+def filler(example: Example) -> Example:
     """``example`` with every target token ignored: a batch member that adds nothing to the loss."""
     return {**example, "labels": [IGNORE_INDEX] * len(example["labels"])}
 
@@ -140,15 +143,15 @@ class ShuffledBatchSampler:
 class TrainExamples:
     """The training split as its loader reads it: position ``len(data) + i`` is example i as a filler."""
 
-    def __init__(self, data: Any):
+    def __init__(self, data: Examples):
         self.data = data
 
-    def __getitems__(self, positions: list[int]) -> list[dict[str, Any]]:
+    def __getitems__(self, positions: list[int]) -> list[Example]:
         count = len(self.data)
         examples = _read(self.data, [position % count for position in positions])
         return [example if position < count else filler(example) for position, example in zip(positions, examples)]
 
-    def __getitem__(self, position: int) -> dict[str, Any]:
+    def __getitem__(self, position: int) -> Example:
         return self.__getitems__([position])[0]
 
     def __len__(self) -> int:
@@ -290,24 +293,24 @@ class EvalExamples:
     target token ignored (it adds nothing to the loss) and index FILLER_INDEX (its generation is dropped).
     """
 
-    def __init__(self, data: Any):
+    def __init__(self, data: Examples):
         self.data = data
 
-    def __getitems__(self, positions: list[int]) -> list[dict[str, Any]]:
+    def __getitems__(self, positions: list[int]) -> list[Example]:
         """A batch read at once (torch's DataLoader calls this when it exists): a ``datasets.Dataset`` slices its
         table once for the batch instead of once per example (320 examples: ~1.4 ms where one read each took ~6)."""
         examples = _read(self.data, [position % len(self.data) for position in positions])
         return [{**example, "index": position} if position < len(self.data) else
                 {**filler(example), "index": FILLER_INDEX} for position, example in zip(positions, examples)]
 
-    def __getitem__(self, position: int) -> dict[str, Any]:
+    def __getitem__(self, position: int) -> Example:
         return self.__getitems__([position])[0]
 
     def __len__(self) -> int:
         return len(self.data)
 
 
-def _read(data: Any, indices: list[int]) -> list[dict[str, Any]]:
+def _read(data: Examples, indices: list[int]) -> list[Example]:
     """``data``'s examples at ``indices``: in one read where the dataset reads batches (``__getitems__``)."""
     getitems = getattr(data, "__getitems__", None)
     return getitems(indices) if getitems is not None else [data[index] for index in indices]

@@ -14,13 +14,24 @@ import os
 import shutil
 import tarfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypedDict
 
 from textbox.config.errors import DataError
 from textbox.utils.atomic import atomic_directory
 
 FIELDS = ("repo", "file", "swap", "task", "licence", "original")
 SPLITS = ("train", "valid", "test")
+
+
+class CatalogueEntry(TypedDict, total=False):
+    """A configs/dataset/<name>.yaml's ``catalogue`` value (FIELDS; entry_problems checks one as read)."""
+
+    repo: str  # the hub dataset repo holding the archive
+    file: str  # the archive in it
+    swap: bool  # sources and targets swapped on unpacking
+    task: str
+    licence: str
+    original: dict[str, object]  # the original hub dataset (textbox.data.tables.ORIGINAL_FIELDS)
 
 
 def entry_problems(entry: Mapping[str, Any], where: str) -> list[str]:
@@ -41,7 +52,7 @@ def unpacked_directory(cache_dir: str | Path, name: str) -> Path:
     return Path(cache_dir) / "catalogue" / name
 
 
-def download_command(entry: Mapping[str, Any]) -> str:
+def download_command(entry: CatalogueEntry) -> str:
     """The command that puts the archive into the hub cache (then a run finds it offline too)."""
     return f"hf download {entry['repo']} {entry['file']} --repo-type dataset"
 
@@ -51,7 +62,7 @@ def _offline() -> bool:
                for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
-def cached_archive(entry: Mapping[str, Any]) -> Path | None:
+def cached_archive(entry: CatalogueEntry) -> Path | None:
     """The archive's path in the hub cache, or None when it has not been downloaded."""
     from huggingface_hub import try_to_load_from_cache
 
@@ -59,7 +70,7 @@ def cached_archive(entry: Mapping[str, Any]) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
-def availability_problem(name: str, entry: Mapping[str, Any], cache_dir: str | Path) -> str | None:
+def availability_problem(name: str, entry: CatalogueEntry, cache_dir: str | Path) -> str | None:
     """Offline, an entry neither unpacked nor in the hub cache cannot be read: one message with the command."""
     if _has_splits(unpacked_directory(cache_dir, name)) or not _offline() or cached_archive(entry) is not None:
         return None
@@ -69,7 +80,7 @@ def availability_problem(name: str, entry: Mapping[str, Any], cache_dir: str | P
             f"--data_path=<a local copy holding train/valid/test.src/.tgt>")
 
 
-def ensure(name: str, entry: Mapping[str, Any], cache_dir: str | Path, log: Callable[[str], None]) -> Path:
+def ensure(name: str, entry: CatalogueEntry, cache_dir: str | Path, log: Callable[[str], None]) -> Path:
     """The directory of the entry's plain files: unpacked once (atomically) from the archive in the hub cache,
     downloading it first when online."""
     directory = unpacked_directory(cache_dir, name)

@@ -8,7 +8,7 @@ and batches always agree.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
@@ -17,8 +17,15 @@ from textbox.data.denoising import DenoisingCollator
 from textbox.utils.labels import IGNORE_INDEX
 from textbox.utils.padding import right_padded
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
-def make_collator(config: Any, tokenizer: Any) -> Any:
+    from textbox.config import Config
+    from textbox.data.examples import Example
+
+
+def make_collator(config: Config, tokenizer: PreTrainedTokenizerBase
+                  ) -> DenoisingCollator | CausalLMCollator | Seq2SeqCollator:
     """The batch builder for this run (see the module docstring)."""
     if config.pretrain_task == "denoising":
         return DenoisingCollator(config, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
@@ -37,7 +44,7 @@ class Seq2SeqCollator:
     def __init__(self, pad_token_id: int):
         self.pad_token_id = pad_token_id
 
-    def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    def __call__(self, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
         input_ids = [example["input_ids"] for example in examples]
         lengths = torch.tensor([len(ids) for ids in input_ids])
         batch = {
@@ -76,7 +83,7 @@ class CausalLMCollator:
     add nothing to the loss.
     """
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase):
         if tokenizer.eos_token_id is None:
             raise ValueError("CausalLMCollator needs a tokenizer with an eos token (it separates and ends targets)")
         self.eos_token_id = int(tokenizer.eos_token_id)
@@ -87,7 +94,7 @@ class CausalLMCollator:
         tokens = [int(token) for token in source]
         return tokens if tokens and tokens[-1] == self.eos_token_id else [*tokens, self.eos_token_id]
 
-    def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    def __call__(self, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
         sources = [self.prompt(example["input_ids"]) for example in examples]
         targets = [[int(token) for token in example["labels"]] for example in examples]
         count = len(examples)

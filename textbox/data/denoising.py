@@ -37,11 +37,17 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from textbox.config.errors import TextBoxUserError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from textbox.config import Config
+    from textbox.data.examples import Batch, Collator, Example
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _TRAIN, _EVAL = 0, 1  # keep training and evaluation seeds apart
@@ -126,7 +132,7 @@ class DenoisingCollator:
     """Noises each example's source (decoded from ``input_ids``) and pads the batch with ``pad`` (an
     encoder-decoder's collator: textbox.data.collate); the labels (the clean source) are kept as tokenised."""
 
-    def __init__(self, config: Any, tokenizer: Any, pad: Callable[[list[dict[str, Any]]], dict[str, Any]]):
+    def __init__(self, config: Config, tokenizer: PreTrainedTokenizerBase, pad: Collator):
         if getattr(tokenizer, "mask_token", None) is None or tokenizer.mask_token_id is None:
             raise TextBoxUserError(f"--pretrain_task=denoising replaces spans with a mask token, and the tokenizer "
                                    f"of model {config.model!r} ({type(tokenizer).__name__}) has none; use a model "
@@ -140,7 +146,7 @@ class DenoisingCollator:
         self.truncate = config.truncate
         self.pad = pad
 
-    def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def __call__(self, examples: Sequence[Example]) -> Batch:
         from textbox.data.tokenize import encode_within
 
         texts = self.tokenizer.batch_decode([list(example["input_ids"]) for example in examples],
@@ -150,7 +156,7 @@ class DenoisingCollator:
         input_ids = encode_within(self.tokenizer, noisy, self.src_len, self.truncate, "src_len")
         return self.pad([{**example, "input_ids": ids} for example, ids in zip(examples, input_ids)])
 
-    def generators(self, examples: Sequence[dict[str, Any]]) -> list[np.random.Generator]:
+    def generators(self, examples: Sequence[Example]) -> list[np.random.Generator]:
         """One generator per example: from its index (evaluation) or from the batch's content (training)."""
         if "index" in examples[0]:
             return [np.random.default_rng([self.seed, _EVAL, int(example["index"]) % 2**63]) for example in examples]

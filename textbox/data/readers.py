@@ -11,7 +11,7 @@ import codecs
 import hashlib
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
@@ -225,7 +225,7 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSpl
         raise DataError(f"{path} does not exist; the {name} split of a {path.suffix[1:]} dataset is read from it")
     if path.stat().st_size == 0:
         raise DataError(f"{path} is empty")
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     if builder == "csv":  # keep cells as written: "007" stays text and "NA" is not a missing value
         options = {"keep_default_na": False, "converters": {config.src_field: str, config.tgt_field: str}}
     # datasets' own cache knows a local file by its modification time alone, so a file replaced with the same
@@ -259,7 +259,7 @@ def _check(name: str, raw: RawSplit) -> Split:
     return Split(name, sources, targets)
 
 
-def _references(target: Any, where: str) -> list[str]:
+def _references(target: object, where: str) -> list[str]:
     """A target as a list of references: a list (json, parquet), or a text read by ``parse_references``."""
     references = parse_references(target) if isinstance(target, str) else target
     if not isinstance(references, (list, tuple)) or not references or \

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
+
+if TYPE_CHECKING:
+    import datasets
 
 HUB_SETTINGS = ("hub_name", "hub_subset", "split_names", "src_field", "tgt_field")
 # A catalogue entry's ``original`` field (configs/dataset/<name>.yaml): its names -> our keys.
@@ -40,7 +43,7 @@ def hub_settings(config: Config) -> dict[str, Any]:
             else from_original[key] for key in HUB_SETTINGS}
 
 
-def original_problems(original: Mapping[str, Any], where: str) -> list[str]:
+def original_problems(original: Mapping[str, object], where: str) -> list[str]:
     """A catalogue entry's ``original`` names a hub dataset with known fields."""
     known = (*ORIGINAL_FIELDS, *ORIGINAL_NOTES)
     problems = [f"{where}: unknown field {field!r} of original (fields: {', '.join(known)})"
@@ -91,7 +94,7 @@ def _split_name(split_names: Mapping[str, str], name: str) -> str:
     return split_names[name]
 
 
-def columns(table: Any, origin: str, fields: Mapping[str, Any]) -> RawSplit:
+def columns(table: datasets.Dataset, origin: str, fields: Mapping[str, str]) -> RawSplit:
     """Source and target columns of a datasets table (``fields``: src_field, tgt_field), or a DataError naming
     the missing one."""
     if table.num_rows == 0:
@@ -108,7 +111,7 @@ def columns(table: Any, origin: str, fields: Mapping[str, Any]) -> RawSplit:
                     lambda i: f"{origin} row {i + 1} ({target_field})")
 
 
-def _entries(values: Mapping[str, list[Any]], field: str, origin: str) -> list[Any]:
+def _entries(values: Mapping[str, list[object]], field: str, origin: str) -> list[object]:
     """A column's values, or (``column.key``) each row's entry ``key`` of a dict column."""
     column, _, key = field.partition(".")
     if not key:

@@ -26,7 +26,7 @@ import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
@@ -37,12 +37,13 @@ from textbox.utils.atomic import atomic_directory
 
 if TYPE_CHECKING:
     import datasets
+    from transformers import PreTrainedTokenizerBase
 
 CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
 
 
-def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: Any,
+def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrainedTokenizerBase,
                     log: Callable[[str], None] = print) -> dict[str, "datasets.Dataset"]:
     """Tokenise every split (example order kept), loading each from the cache when it is there."""
     import datasets
@@ -84,7 +85,7 @@ def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.D
     return data
 
 
-def tokenizer_fingerprint(tokenizer: Any) -> str:
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     """A digest of the files ``save_pretrained`` writes: vocabulary, merges, special tokens, settings.
 
     The truncation and padding entries of tokenizer.json are left out: every call of a fast tokenizer
@@ -129,7 +130,8 @@ def library_versions() -> list[str]:
     return [f"{name} {importlib.metadata.version(name)}" for name in ("tokenizers", "transformers")]
 
 
-def _tokenize(config: Config, split: Split, tokenizer: Any, head: list[int], fingerprint: str) -> "datasets.Dataset":
+def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, head: list[int],
+              fingerprint: str) -> "datasets.Dataset":
     import datasets
 
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
@@ -157,7 +159,7 @@ def decoder_only(config: Config) -> bool:
     return is_decoder_only(config.model)
 
 
-def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list[int]]:
+def encode_lm_targets(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int) -> list[list[int]]:
     """Each text's tokens without special tokens, cut to ``limit - 1``, then eos: a decoder-only model's target."""
     if limit < 2:
         raise ConfigError([f"tgt_len={limit} leaves no room for target text besides the closing eos; raise --tgt_len"])
@@ -167,7 +169,7 @@ def encode_lm_targets(tokenizer: Any, texts: list[str], limit: int) -> list[list
     return [ids[:limit - 1] + [eos] for ids in encoded]
 
 
-def encode_within(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,
+def encode_within(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int, truncate: str, limit_key: str,
                   prefix: str = "", suffix: str = "", target: bool = False,
                   head: list[int] | None = None) -> list[list[int]]:
     """Encode ``prefix + text + suffix`` for each text with special tokens, within ``limit`` tokens.
@@ -190,8 +192,8 @@ def encode_within(tokenizer: Any, texts: list[str], limit: int, truncate: str, l
             for ids, keep in zip(encoding["input_ids"], encoding["special_tokens_mask"])]
 
 
-def _encode_with_prompts(tokenizer: Any, texts: list[str], limit: int, truncate: str, limit_key: str,
-                         prefix: str, suffix: str) -> list[list[int]]:
+def _encode_with_prompts(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: int, truncate: str,
+                         limit_key: str, prefix: str, suffix: str) -> list[list[int]]:
     """Encode ``prefix + text + suffix``; a text too long is cut at a token boundary and encoded again, until it fits.
 
     Why not drop tokens from the encoding, as without prompts: a token may hold a prompt's whitespace ("\\n" of

@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.data.split import Split
+
+if TYPE_CHECKING:
+    from torch.utils.data import DataLoader
+
+    from textbox.data.examples import Examples
+    from textbox.evaluator.metrics.base import Details
 
 
 @dataclass
@@ -12,9 +18,9 @@ class EvalSet:
     """A tokenised evaluation split with its raw text (references are needed by the metrics). Its DataLoader is
     built once, on first use (Evaluator.loader_of), and reused by every validation."""
 
-    data: Any  # datasets.Dataset (or a list of dicts) with input_ids/labels
+    data: Examples  # datasets.Dataset (or a list of dicts) with input_ids/labels
     split: Split
-    loader: Any = field(default=None, repr=False, compare=False)
+    loader: DataLoader | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,7 @@ class EvalReport:
     each example's num_return_sequences texts in dataset order, best first (the first is the one scored)."""
 
     figures: dict[str, float]
-    details: dict[str, dict[str, Any]] | None = None
+    details: dict[str, Details] | None = None
     sequences: list[list[str]] | None = None
 
     @property

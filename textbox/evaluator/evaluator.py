@@ -5,7 +5,7 @@ batches, the same generation settings and engine, the same metrics. It holds no 
 evaluate (the training model, checkpoint_best, the model as built)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from accelerate import Accelerator
@@ -21,11 +21,18 @@ from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.evaluator.selection import needs_generation
 from textbox.model.loss import forward_token_losses
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from textbox.data.examples import Collator, Examples
+    from textbox.evaluator.metrics.base import Details
+
 
 class Evaluator:
     """Loss, generation and scores of the splits it is given, with the run's generation settings and engine."""
 
-    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: Any, collator: Any):
+    def __init__(self, config: Config, accelerator: Accelerator, tokenizer: PreTrainedTokenizerBase,
+                 collator: Collator):
         self.config = config
         self.accelerator = accelerator
         self.tokenizer = tokenizer
@@ -35,7 +42,7 @@ class Evaluator:
         self.engines = EngineChoices()  # the engines this run decoded with: a switch is logged (decoding.engine)
 
     # --- batches ------------------------------------------------------------------------------
-    def loader(self, data: Any) -> DataLoader:
+    def loader(self, data: Examples) -> DataLoader:
         """Length-sorted batches (eval_max_tokens or eval_batch_size); every example carries its ``index``,
         by which generations return to dataset order."""
         from textbox.data.batching import EvalExamples, LengthSortedBatchSampler, column_lengths
@@ -99,12 +106,12 @@ class Evaluator:
                           self.tokenizer, self.engines)
 
     def score(self, texts: list[str], split: Split, loss: float | None = None) -> tuple[dict[str, float],
-                                                                                      dict[str, dict[str, Any]]]:
+                                                                                      dict[str, Details]]:
         """The figures of config.metrics and how each was computed, computed once on the main process and shared,
         so that every process selects the same best."""
         from textbox.evaluator.metrics import compute_metrics
 
-        holder: list[Any] = [None]
+        holder: list[tuple[dict[str, float], dict[str, Details]] | None] = [None]
         if self.accelerator.is_main_process:
             report = compute_metrics(self.config.metrics, texts, split.targets, sources=split.sources,
                                      options=self.config, loss=loss)

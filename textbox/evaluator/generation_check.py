@@ -81,7 +81,7 @@ def _prompt_room_problems(config: Config) -> list[str]:
             f"generate; use max_new_tokens (new tokens only), or raise max_length above {longest_prompt}"]
 
 
-def generation_problems(kwargs: Mapping[str, Any], where: Callable[[str], str]) -> list[str]:
+def generation_problems(kwargs: Mapping[str, object], where: Callable[[str], str]) -> list[str]:
     """Every problem with ``generation_kwargs`` (empty when generate will accept it), each naming the key."""
     if not kwargs:
         return []
@@ -98,7 +98,7 @@ def _known_keys() -> set[str]:
     return {key for key in vars(GenerationConfig()) if not key.startswith("_")}
 
 
-def _rule_problems(kwargs: Mapping[str, Any]) -> list[str]:
+def _rule_problems(kwargs: Mapping[str, object]) -> list[str]:
     from textbox.utils.suggest import suggest
 
     known = _SETTLED_BY_OUR_RULES if _SETTLED_BY_OUR_RULES.issuperset(kwargs) else _known_keys()
@@ -159,7 +159,7 @@ def _combination_problems(kwargs: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _transformers_problems(kwargs: Mapping[str, Any]) -> list[str]:
+def _transformers_problems(kwargs: Mapping[str, object]) -> list[str]:
     """transformers' GenerationConfig validation, strict: what it would only log becomes a problem too."""
     from transformers import GenerationConfig
     from transformers.utils import logging as hf_logging

@@ -2,14 +2,14 @@
 pipeline's validation hook) and for the hyper-parameter search's objective."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from textbox.evaluator.metrics.registry import figure_goal
+from textbox.evaluator.metrics.registry import Options, figure_goal
 from textbox.utils.labels import LOSS_FIGURES
 
 
 def selection_score(figures: Mapping[str, float], names: list[str],
-                    options: Mapping[str, Any] | None = None) -> float:
+                    options: Options | None = None) -> float:
     """Sum of the chosen validation figures, higher is better: loss and figures whose goal is "min"
     (ter, perplexity, self_bleu) count negatively."""
     total = 0.0

@@ -10,14 +10,17 @@ theirs; textbox.config.family_keys refuses an explicit choice for them.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config.errors import TextBoxUserError
 from textbox.config.launcher import run_mixed_precision
 from textbox.model.efficient_checkpoint import inner_model
 
+if TYPE_CHECKING:
+    from textbox.config import Config
 
-def chosen(values: Any) -> str | None:
+
+def chosen(values: Config) -> str | None:
     """The implementation the run asks for (None: the model's own default)."""
     asked = values["attn_implementation"]
     if asked != "auto":
@@ -29,7 +32,7 @@ def chosen(values: Any) -> str | None:
     return None
 
 
-def set_attention(model: Any, implementation: str) -> bool:
+def set_attention(model: object, implementation: str) -> bool:
     """Switch ``model`` (a PeftModel's base) to ``implementation``; False for a model without the choice."""
     inner = inner_model(model)
     config = getattr(inner, "config", None)

@@ -8,7 +8,7 @@ is. Sources and targets share one tokenizer, --model_path's: the decoder's vocab
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transformers import AutoConfig, AutoTokenizer, EncoderDecoderConfig, EncoderDecoderModel
 
@@ -18,6 +18,9 @@ from textbox.config import family_keys as keys
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -62,7 +65,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     return BuiltModel(model, tokenizer, warm_started=True)
 
 
-def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, Any]) -> None:
+def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, object]) -> None:
     """--config_kwargs over a saved pair: each setting goes to the halves that have it; one that neither half has
     is an error (as for a warm start, where each half's config refuses unknown settings)."""
     halves = (saved_config.encoder, saved_config.decoder)
@@ -77,7 +80,7 @@ def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, Any
                 setattr(half, name, value)
 
 
-def _check_decoder(decoder_path: str, decoder_config: Any, tokenizer: Any) -> None:
+def _check_decoder(decoder_path: str, decoder_config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> None:
     """The decoder reads and predicts ids of --model_path's tokenizer: its vocabulary must be that one."""
     if decoder_config.is_encoder_decoder:
         raise TextBoxUserError(f"--decoder_model_path={decoder_path} holds a {decoder_config.model_type!r} "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
@@ -31,6 +31,13 @@ from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.utils.logging import get_logger
 from textbox.utils.suggest import suggest
+
+if TYPE_CHECKING:
+    import logging
+
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from textbox.config import Config
 
 # kind (textbox.config.families) -> its builder, "module.path:function", imported on first use
 BUILDERS = {
@@ -45,7 +52,7 @@ if set(BUILDERS) != set(KINDS):  # a kind added to the table without its builder
                      f"{sorted(set(BUILDERS) - set(KINDS))}")
 
 
-def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = None) -> BuiltModel:
+def build_model(config: Config, train_split: TrainingTexts | None, logger: logging.Logger | None = None) -> BuiltModel:
     """The model and tokenizer of ``config.model`` with what is known about them (see the module docstring).
     ``train_split`` (None when only testing) trains the tokenizer of models that train their own; ``logger``
     (textbox's by default) hears about the efficient method applied, the quantisation and checkpointing."""
@@ -108,7 +115,7 @@ def get_builder(name: str) -> Callable[..., Any]:
 #
 # Added as ordinary tokens (``add_tokens``, as TextBox 2.0 did): generated ones stay in the output text, which is what
 # a delexicalised reference holds. A checkpoint a run saved has them already: nothing is added again.
-def add_tokens(tokens: Sequence[str], model: Any, tokenizer: Any, log: Callable[[str], None]) -> None:
+def add_tokens(tokens: Sequence[str], model: PreTrainedModel, tokenizer: Any, log: Callable[[str], None]) -> None:
     """Add ``tokens`` that ``tokenizer`` lacks and grow ``model``'s embeddings to every id it can now write."""
     if not tokens:
         return
@@ -119,7 +126,7 @@ def add_tokens(tokens: Sequence[str], model: Any, tokenizer: Any, log: Callable[
         f"embeddings {rows} -> {grown} rows")
 
 
-def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> int:
+def embed_every_id(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, log: Callable[[str], None]) -> int:
     """A tokenizer that writes more ids than the model embeds (tokens added by --tokenizer_kwargs, e.g. TextBox
     2.0's additional_special_tokens=['<sep>'], each one token in transformers 5) gets the embeddings grown to them.
     Returns the number of rows added."""
@@ -132,7 +139,7 @@ def embed_every_id(model: Any, tokenizer: Any, log: Callable[[str], None]) -> in
     return grown - rows
 
 
-def check_new_tokens_train(config: Any, new_rows: int) -> None:
+def check_new_tokens_train(config: Config, new_rows: int) -> None:
     """Tokens --tokenizer_kwargs adds (additional_special_tokens, a pad_token, ...) get new embedding rows, which an
     efficient method that freezes the model would leave untrained: refused before anything is written (as
     textbox.model.checks refuses --tokenizer_add_tokens with one)."""

@@ -11,9 +11,14 @@ another tokenizer's spelling, textbox.config.languages). Nothing heavy is import
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from textbox.config import Config
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from textbox.model.quantization import Quantization
 
 
 class TrainingTexts(Protocol):
@@ -31,7 +36,7 @@ class EfficientRecord:
     method: str  # lora, prefix-tuning, prompt-tuning, p-tuning, ia3, bitfit ("adapter": a peft type we do not name)
     unfreeze: bool  # the whole model trains too, so the whole model is saved
     base_model_path: str | None  # where the base loads from again (absolute when local)
-    quantization: Any = None  # textbox.model.quantization.Quantization of the base, kept beside the adapter
+    quantization: Quantization | None = None  # of the base, kept beside the adapter
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class Fitting:
     changed: dict[str, tuple[int, int]] = field(default_factory=dict)
     why: str = ""
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """results.json's ``fitted_lengths`` ({} when nothing changed)."""
         if not self.changed:
             return {}
@@ -59,8 +64,8 @@ class Fitting:
 class BuiltModel:
     """A built model and what is known about how it was built (see the module docstring)."""
 
-    model: Any
-    tokenizer: Any
+    model: PreTrainedModel  # or a peft model wrapping one (textbox.model.efficient)
+    tokenizer: PreTrainedTokenizerBase
     efficient: EfficientRecord | None = None
     warm_started: bool = False  # an EncoderDecoderModel from encoder/decoder checkpoints: new cross-attention
     fitting: Fitting | None = None  # the config with its lengths fitted to this model: what the run goes on with

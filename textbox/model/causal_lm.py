@@ -22,7 +22,7 @@ Testing a checkpoint needs the model name too: ``--model=gpt2 --model_path=<run>
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transformers import AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
@@ -31,6 +31,9 @@ from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -49,7 +52,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     return BuiltModel(model, tokenizer)
 
 
-def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:
+def _complete_special_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, model_path: str) -> None:
     """eos ends every target and stops generation; padding falls back to eos when the tokenizer has none."""
     eos = tokenizer.eos_token_id
     if eos is None:

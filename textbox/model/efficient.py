@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textbox.config.errors import TextBoxUserError
 from textbox.model.built_model import BuiltModel, EfficientRecord
 
+if TYPE_CHECKING:
+    import logging
+
+    import torch
+    from transformers import PretrainedConfig, PreTrainedModel
+
+    from textbox.config import Config
+
 # TextBox name -> (peft config class, TextBox's defaults, merged under --efficient_kwargs)
-PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+PEFT_METHODS: dict[str, tuple[str, dict[str, object]]] = {
     "lora": ("LoraConfig", {"r": 4, "lora_alpha": 32, "lora_dropout": 0.1}),
     "prefix-tuning": ("PrefixTuningConfig", {"num_virtual_tokens": 10}),
     "prompt-tuning": ("PromptTuningConfig", {"num_virtual_tokens": 10}),
@@ -52,7 +60,7 @@ def method_problems(methods: list[str]) -> list[str]:
     return problems
 
 
-def virtual_tokens(config: Any) -> tuple[str | None, int]:
+def virtual_tokens(config: Config) -> tuple[str | None, int]:
     """The method of ``config`` whose virtual tokens take positions (prompt-, p- and prefix-tuning) and their
     number (--efficient_kwargs over TextBox's default); (None, 0) for the others. textbox.model.lengths fits the
     lengths around them before the method is applied."""
@@ -64,7 +72,7 @@ def virtual_tokens(config: Any) -> tuple[str | None, int]:
     return (methods[0], count) if valid else (None, 0)
 
 
-def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> BuiltModel:
+def apply_efficient_methods(config: Config, built: BuiltModel, logger: logging.Logger) -> BuiltModel:
     """The built model with only the method's parameters trainable (all of them too with
     efficient_unfreeze_model), recorded in the returned BuiltModel's ``efficient``."""
     problems = method_problems(list(config.efficient_methods))
@@ -95,7 +103,7 @@ def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> Buil
     return dataclasses.replace(built, model=model, efficient=record)
 
 
-def trainable_summary(model: Any) -> str:
+def trainable_summary(model: torch.nn.Module) -> str:
     from textbox.model.loading import count_parameters
 
     trainable, total = count_parameters(model)
@@ -109,7 +117,7 @@ def _base_path(model_path: str | None) -> str | None:
     return model_path
 
 
-def _check_reloadable_base(config: Any, built: BuiltModel) -> None:
+def _check_reloadable_base(config: Config, built: BuiltModel) -> None:
     """Only the trained parameters are saved: the base must load again, identical, from --model_path."""
     if not config.model_path or config.from_scratch:
         raise TextBoxUserError("--efficient_methods tune a pretrained model whose weights load again from "
@@ -122,7 +130,7 @@ def _check_reloadable_base(config: Any, built: BuiltModel) -> None:
                                f"fine-tune it first (or add --efficient_unfreeze_model=True)")
 
 
-def _peft(config: Any, model: Any, method: str, kwargs: dict[str, Any]) -> Any:
+def _peft(config: Config, model: PreTrainedModel, method: str, kwargs: dict[str, object]) -> Any:  # a peft.PeftModel
     import peft
 
     class_name, defaults = PEFT_METHODS[method]
@@ -150,7 +158,7 @@ def _peft(config: Any, model: Any, method: str, kwargs: dict[str, Any]) -> Any:
                                f"this {model.config.model_type!r} model: {error}") from error
 
 
-def _pair_sizes(config: Any, method: str) -> dict[str, int]:
+def _pair_sizes(config: PretrainedConfig, method: str) -> dict[str, int]:
     """Sizes peft reads from a model config, which an EncoderDecoderModel keeps in its halves' configs: prompts
     are encoder inputs, prefixes decoder keys/values."""
     half = config.decoder if method == "prefix-tuning" else config.encoder
@@ -159,7 +167,7 @@ def _pair_sizes(config: Any, method: str) -> dict[str, int]:
     return {name: value for name, value in sizes.items() if isinstance(value, int)}
 
 
-def _default_targets(model: Any, method: str) -> dict[str, Any]:
+def _default_targets(model: PreTrainedModel, method: str) -> dict[str, object]:
     """peft knows the layers to adapt per model type; an EncoderDecoderModel (bert2bert) takes its halves'."""
     from peft.utils import constants
 
@@ -169,7 +177,7 @@ def _default_targets(model: Any, method: str) -> dict[str, Any]:
     if config.model_type in mapping or config.model_type != "encoder-decoder":
         return {}
     targets = sorted({*mapping.get(config.encoder.model_type, []), *mapping.get(config.decoder.model_type, [])})
-    settings: dict[str, Any] = {"target_modules": targets} if targets else {}
+    settings: dict[str, object] = {"target_modules": targets} if targets else {}
     if method == "ia3" and targets:
         feedforward = constants.TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING
         settings["feedforward_modules"] = sorted({*feedforward.get(config.encoder.model_type, []),
@@ -177,7 +185,7 @@ def _default_targets(model: Any, method: str) -> dict[str, Any]:
     return settings
 
 
-def _bitfit(model: Any) -> Any:
+def _bitfit(model: PreTrainedModel) -> PreTrainedModel:
     """BitFit (Ben Zaken et al., 2022): only the bias terms train."""
     biases = [name for name, _ in model.named_parameters() if _is_bias(name)]
     if not biases:

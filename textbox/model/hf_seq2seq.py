@@ -1,7 +1,7 @@
 """Any Hugging Face encoder-decoder (BART, T5, Pegasus, ...) from a hub id or a local directory."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from transformers import AutoModelForSeq2SeqLM, PreTrainedModel
 
@@ -10,6 +10,9 @@ from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -30,7 +33,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     return BuiltModel(model, tokenizer)
 
 
-def _complete_special_tokens(model: PreTrainedModel, tokenizer: Any, model_path: str) -> None:
+def _complete_special_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, model_path: str) -> None:
     """Padding and the first decoder input must be known; fill one side from the other, or fail clearly."""
     pad = tokenizer.pad_token_id
     if pad is None:

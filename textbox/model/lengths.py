@@ -29,13 +29,16 @@ alike.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from textbox.config import Config, TextBoxUserError
 from textbox.model.built_model import Fitting
 from textbox.model.efficient import virtual_tokens
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 FITTED = "fitted to the model"  # the origin the fitted keys carry (the log's config lines, messages)
 # transformers marks "no limit" with a huge model_max_length (1e30); anything this large is no limit
@@ -56,7 +59,7 @@ class _Room:
     problems: list[str] = field(default_factory=list)
 
 
-def fit_lengths(config: Config, model: Any, tokenizer: Any) -> Fitting:
+def fit_lengths(config: Config, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase) -> Fitting:
     """``config`` with src_len / tgt_len that are not typed lowered to what ``model`` (and its tokenizer) holds;
     TextBoxUserError naming every typed length (or generation bound) that cannot fit, with the fix."""
     model_config = getattr(model, "config", None)
@@ -138,7 +141,7 @@ def _lower(config: Config, key: str, wanted: int, positions: int | None, room: _
 
 
 # --- decoder-only LMs -------------------------------------------------------------------------------------------------
-def _fit_decoder_only(config: Config, positions: Any, room: _Room) -> None:
+def _fit_decoder_only(config: Config, positions: object, room: _Room) -> None:
     """source + separator + target (or the generated tokens) + virtual tokens within one sequence's positions."""
     positions = positions if isinstance(positions, int) and not isinstance(positions, bool) else None
     limits = [(positions, f"{room.what} has {positions} positions")] if positions is not None else []
@@ -228,13 +231,13 @@ def position_limits(model: torch.nn.Module) -> dict[str, int]:
     return limits
 
 
-def _tokenizer_limit(tokenizer: Any) -> int | None:
+def _tokenizer_limit(tokenizer: object) -> int | None:
     """The tokenizer's model_max_length where it names one."""
     limit = getattr(tokenizer, "model_max_length", None)
     return limit if isinstance(limit, int) and 0 < limit < _NO_LIMIT else None
 
 
-def _virtual(config: Config, model: Any) -> tuple[str | None, int]:
+def _virtual(config: Config, model: object) -> tuple[str | None, int]:
     """The method whose virtual tokens take positions and their number: the one being applied, or the one a
     loaded prompt/prefix checkpoint carries."""
     if config.efficient_methods:

@@ -19,6 +19,8 @@ from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
     from textbox.model.quantization import Quantization
 
 Loaded = TypeVar("Loaded")
@@ -80,7 +82,7 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
             f"(unset HF_HUB_OFFLINE) so that it can be downloaded") from error
 
 
-def _load_efficient(load: Callable[..., Any], path: str | Path, **kwargs: Any) -> Any:
+def _load_efficient(load: Callable[..., Loaded], path: str | Path, **kwargs: Any) -> Loaded:
     """``load`` (a tokenizer, config or model class's from_pretrained) applied to an efficient checkpoint:
     tokenizers from the checkpoint, configs from the base, models as base + the trained parameters."""
     directory = Path(path).expanduser()
@@ -125,19 +127,19 @@ def _transformers_version() -> str:
     return transformers.__version__
 
 
-def _loads_model(load: Callable[..., Any]) -> bool:
+def _loads_model(load: Callable[..., object]) -> bool:
     owner = getattr(load, "__self__", None)
     return isinstance(owner, type) and (issubclass(owner, PreTrainedModel) or owner.__name__.startswith("AutoModel"))
 
 
-def _loads_tokenizer(load: Callable[..., Any]) -> bool:
+def _loads_tokenizer(load: Callable[..., object]) -> bool:
     from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
     owner = getattr(load, "__self__", None)
     return isinstance(owner, type) and issubclass(owner, (AutoTokenizer, PreTrainedTokenizerBase))
 
 
-def load_saved_model(path: str | Path, like: Any) -> Any:
+def load_saved_model(path: str | Path, like: PreTrainedModel) -> PreTrainedModel:
     """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
     from transformers import GenerationConfig
 
@@ -186,7 +188,7 @@ def load_config(model_path: str, overrides: Mapping[str, Any],
 
 
 def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig, from_scratch: bool,
-               quantization: Quantization | None = None) -> Any:
+               quantization: Quantization | None = None) -> PreTrainedModel:
     """The checkpoint's weights, or (``--from_scratch=True``) its architecture freshly initialised;
     ``quantization`` (textbox.model.quantization.of_config) loads them quantised and frozen."""
     if from_scratch:  # an Auto class builds from a config with from_config, a model class by its constructor
@@ -202,7 +204,8 @@ _LOADING_KWARGS = {"cache_dir", "force_download", "local_files_only", "token", "
                    "trust_remote_code", "tokenizer_type"}
 
 
-def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str = "--model_path") -> Any:
+def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str = "--model_path"
+                   ) -> PreTrainedTokenizerBase:
     """``AutoTokenizer.from_pretrained(model_path, **--tokenizer_kwargs)``; a setting the tokenizer does not take
     (transformers would keep it and do nothing with it) is an error naming it. A tokenizer alone (--tokenizer_path)
     needs no model config.json."""
@@ -244,7 +247,7 @@ def _read_from_kwargs(cls: type) -> set[str]:
     return names
 
 
-def reject_unknown_config_kwargs(unknown: Mapping[str, Any], model_type: str) -> None:
+def reject_unknown_config_kwargs(unknown: Mapping[str, object], model_type: str) -> None:
     """transformers would silently drop these: a typo must not leave a setting at its default."""
     if unknown:
         raise TextBoxUserError(f"--config_kwargs: {', '.join(sorted(unknown))} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -100,7 +100,7 @@ def scored_rows_only(model: torch.nn.Module, unwrapped: torch.nn.Module, scored:
         yield packing
         return
 
-    def keep_scored(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def keep_scored(module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
         hidden = args[0]
         extra = hidden.shape[1] - scored.shape[1] if hidden.dim() == 3 else -1
         if extra < 0 or hidden.shape[0] != scored.shape[0] or packing.packed:

@@ -20,9 +20,15 @@ import importlib.util
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from textbox.config.launcher import uses_deepspeed, uses_fsdp
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    from textbox.config import Config
 
 METHODS = ("none", "int8", "nf4", "fp4")
 FOUR_BIT = ("nf4", "fp4")
@@ -38,7 +44,7 @@ class Quantization:
     double_quantization: bool = False  # 4-bit: the quantisation constants quantised too
     compute_dtype: str = "float32"  # 4-bit: the dtype dequantised weights are multiplied in
 
-    def bitsandbytes_config(self) -> Any:
+    def bitsandbytes_config(self) -> BitsAndBytesConfig:
         import torch
         from transformers import BitsAndBytesConfig
 
@@ -90,7 +96,7 @@ def requested(values: Mapping[str, Any], given: Callable[[str], bool]) -> Quanti
                         dtype if method in FOUR_BIT else "float32")
 
 
-def of_config(config: Any) -> Quantization | None:
+def of_config(config: Config) -> Quantization | None:
     """``requested`` for a Config."""
     return requested(dict(config.items()), lambda key: config.source_of(key) != "default")
 
@@ -102,7 +108,7 @@ def load_settings(quantization: Quantization | None) -> dict[str, Any]:
     return {"quantization_config": quantization.bitsandbytes_config(), "device_map": {"": _device()}}
 
 
-def is_quantized(model: Any) -> bool:
+def is_quantized(model: object) -> bool:
     """Whether ``model`` (a transformers model, or a PeftModel's base) holds bitsandbytes weights."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     return bool(getattr(inner, "is_quantized", False))
@@ -125,7 +131,7 @@ def prepare_for_training(model: Any) -> Any:
     return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
 
 
-def _device() -> Any:
+def _device() -> torch.device | str:
     """Where this process's quantised weights live: its CUDA device, or the CPU."""
     import os
 

@@ -19,7 +19,6 @@ Sources must be right-padded (the collators do that); a left-padded attention ma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
@@ -99,7 +98,7 @@ class RNNEncoder(nn.Module):
                               nn.Linear(hidden, hidden, bias=config.attention == "bahdanau"))
 
     def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                return_dict: bool | None = None, **kwargs: Any) -> RNNEncoderOutput:
+                return_dict: bool | None = None, **kwargs: object) -> RNNEncoderOutput:
         lengths = _source_lengths(attention_mask, input_ids)
         steps = input_ids.shape[1]
         positions = torch.arange(steps, device=input_ids.device)
@@ -205,7 +204,7 @@ class RNNDecoder(nn.Module):
             return time_major[:layers].contiguous(), time_major[layers:].contiguous()
         return time_major
 
-    def _from_rnn_state(self, hidden: Any) -> torch.Tensor:
+    def _from_rnn_state(self, hidden: torch.Tensor | tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         if isinstance(hidden, tuple):
             hidden = torch.cat(hidden, dim=0)
         return hidden.transpose(0, 1)

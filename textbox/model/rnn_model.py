@@ -17,8 +17,6 @@ checkpoint with the Auto classes), never a side effect of importing this module.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -98,7 +96,7 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
                 decoder_input_ids: torch.LongTensor | None = None,
                 encoder_outputs: RNNEncoderOutput | tuple | None = None,
                 past_key_values: RNNDecoderState | None = None, labels: torch.LongTensor | None = None,
-                use_cache: bool | None = None, return_dict: bool | None = None, **kwargs: Any) -> Seq2SeqLMOutput:
+                use_cache: bool | None = None, return_dict: bool | None = None, **kwargs: object) -> Seq2SeqLMOutput:
         if encoder_outputs is None:
             encoder_outputs = self.encoder(input_ids, attention_mask=attention_mask)
         elif not isinstance(encoder_outputs, RNNEncoderOutput):
@@ -132,7 +130,7 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
     def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, past_key_values: RNNDecoderState | None = None,
                                       attention_mask: torch.Tensor | None = None,
                                       encoder_outputs: RNNEncoderOutput | None = None, use_cache: bool | None = None,
-                                      **kwargs: Any) -> dict[str, Any]:
+                                      **kwargs: object) -> dict[str, object]:
         """Only the tokens the state has not consumed yet (the newest one, with a state); the whole prefix
         from the encoder's initial state otherwise (first step, or use_cache=False)."""
         if past_key_values is not None:

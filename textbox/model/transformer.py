@@ -5,7 +5,7 @@ with AutoModelForSeq2SeqLM / AutoTokenizer anywhere else).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BartConfig, BartForConditionalGeneration
 
@@ -18,6 +18,9 @@ from textbox.model.loading import (from_pretrained, load_config, load_model, loa
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
 from textbox.utils.logging import get_logger
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 DEFAULT_TOKENIZER: dict[str, int] = {"vocab_size": 8000, "min_frequency": 2}
 
@@ -41,7 +44,7 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     return BuiltModel(model, tokenizer)
 
 
-def _reload(config: Config) -> Any:
+def _reload(config: Config) -> PreTrainedModel:
     """A saved encoder-decoder (its weights, or its architecture anew with from_scratch) with the config_kwargs
     the user set; anything else (a GPT-2, a BERT) gets a message naming the --model that loads it."""
     model_path = config.model_path
@@ -60,7 +63,7 @@ def _reload(config: Config) -> Any:
                       quantization.of_config(config))
 
 
-def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> Any:
+def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> PreTrainedTokenizerBase:
     """The tokenizer of a new transformer or RNN: ``tokenizer_path``'s (TextBox 2.0 used bart-base's), or a BPE
     trained on the training split (and cached)."""
     if config.tokenizer_path:
@@ -71,7 +74,7 @@ def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> Any:
                                cache_dir=config.cache_dir, log=get_logger().info)
 
 
-def check_tokenizer_facts(settings: dict[str, Any], tokenizer: Any) -> None:
+def check_tokenizer_facts(settings: Mapping[str, object], tokenizer: PreTrainedTokenizerBase) -> None:
     """config_kwargs may restate the vocabulary size and special ids (TextBox 2.0's model yamls list them): they
     must be the tokenizer's, or the model would embed ids the tokenizer never makes (or miss some)."""
     facts = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
@@ -94,7 +97,7 @@ def _tokenizer_settings(config: Config) -> dict[str, int]:
     return {**DEFAULT_TOKENIZER, **settings}
 
 
-def _bart_config(config: Config, tokenizer: Any) -> BartConfig:
+def _bart_config(config: Config, tokenizer: PreTrainedTokenizerBase) -> BartConfig:
     """Sizes from config_kwargs (configs/model/transformer.yaml holds the defaults, merged key by key with the
     user's), anything unset from BartConfig; vocabulary and special ids from the tokenizer."""
     base = {

@@ -16,7 +16,6 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
@@ -140,7 +139,7 @@ def _summarise(directory: Path, seeds: list[int], outcomes: dict[int, Outcome]) 
         for name, value in _figures(outcomes[seed]).items():
             figures.setdefault(name, []).append(value)
     spreads = {name: spread(values) for name, values in figures.items()}
-    summary: dict[str, Any] = {
+    summary: dict[str, object] = {
         "seeds": seeds, "finished": finished, "failed": failed,
         "interval": "95% t-interval of the mean: mean ± t(0.975, n-1) * std / sqrt(n), std with n-1",
         "figures": {name: asdict(value) for name, value in spreads.items()},

@@ -3,9 +3,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Any
+from typing import TypedDict
 
 import textbox
+
+
+class MetricOptions(TypedDict):
+    """The settings the metric functions read: the schema's DEFAULTS under the run's values (the registry merges
+    them before it calls a metric, so every key is there)."""
+
+    lower_evaluation: bool
+    multiref_strategy: str
+    bleu_type: str
+    bleu_tokenize: str
+    bleu_max_ngrams: int
+    corpus_bleu: bool
+    smoothing_function: int
+    rouge_max_ngrams: int
+    rouge_use_stemmer: bool
+    rouge_sentence_split: str
+    meteor_type: str
+    corpus_meteor: bool
+    distinct_max_ngrams: int
+    novelty_max_ngrams: int
+    coco_tokenize: str
+    bert_score_model_path: str | None
+    bert_score_num_layers: int | None
+
+
+Details = dict[str, object]  # how a figure was computed (package, version, settings), written to results.json
 
 
 @dataclass(frozen=True)
@@ -23,15 +49,15 @@ class MetricResult:
     """A metric's figures and what is needed to reproduce them (package, version, signature, options)."""
 
     scores: dict[str, float]
-    details: dict[str, Any]
+    details: Details
 
 
-def package_details(package: str, **settings: Any) -> dict[str, Any]:
+def package_details(package: str, **settings: object) -> Details:
     """Details naming the installed package that computed a figure, so results.json says which version."""
     return {"package": package, "version": version(package), **settings}
 
 
-def textbox_details(**settings: Any) -> dict[str, Any]:
+def textbox_details(**settings: object) -> Details:
     """Details of a metric implemented here rather than by a scoring package."""
     return {"package": "textbox", "version": textbox.__version__, **settings}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import mean
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from textbox.config.errors import TextBoxUserError
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, package_details
 
 if TYPE_CHECKING:
     import torch
@@ -26,11 +26,13 @@ class _Embedded:
     content: "torch.Tensor"  # True for the tokens that are scored (not [CLS], [SEP], ...)
 
 
-def bert_score(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def bert_score(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """bert_score-precision, -recall and -f1: means over examples, in percent."""
     import torch
 
     path = options["bert_score_model_path"]
+    if path is None:  # option_problems refuses this before any metric runs
+        raise TextBoxUserError("bert_score_model_path is not set: metric bert_score needs a local model directory")
     tokenizer, model = _load(path)
     num_layers = options["bert_score_num_layers"] or model.config.num_hidden_layers
     if num_layers > model.config.num_hidden_layers:

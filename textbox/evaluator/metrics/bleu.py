@@ -15,23 +15,24 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from statistics import mean
-from typing import Any, Mapping
+from typing import Callable, Literal
 
 from textbox.evaluator.metrics import mteval, sacrebleu_metrics
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, ngram_orders, package_details
 from textbox.evaluator.metrics.tokens import textbox_words
 
-NLTK_ONLY = {"corpus_bleu": False, "smoothing_function": 0}  # options only bleu_type='nltk' reads: their defaults
+# options only bleu_type='nltk' reads: their defaults
+NLTK_ONLY: dict[Literal["corpus_bleu", "smoothing_function"], object] = {"corpus_bleu": False, "smoothing_function": 0}
 SMOOTHING_METHODS = range(8)  # NLTK's SmoothingFunction.method0 .. method7
 _TEXTBOX_TOKENS = "TextBox 2.0's NLTK word tokens"
 
 
-def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def bleu(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """``bleu`` and ``bleu-1``..``bleu-N`` as bleu_type computes them."""
     return _TYPES[options["bleu_type"]](inputs, options)
 
 
-def missing_resources(options: Mapping[str, Any]) -> str | None:
+def missing_resources(options: MetricOptions) -> str | None:
     """What bleu_type needs and lacks here (pycocoevalcap's package), or None."""
     if options["bleu_type"] == "pycocoevalcap" and importlib.util.find_spec("pycocoevalcap") is None:
         return ("bleu_type='pycocoevalcap' needs pycocoevalcap, which is not installed: pip install pycocoevalcap "
@@ -39,7 +40,7 @@ def missing_resources(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def option_problems(options: Mapping[str, Any], where: Any) -> list[str]:
+def option_problems(options: MetricOptions, where: Callable[[str], str]) -> list[str]:
     """Options that do not fit bleu_type (checked before anything runs, when bleu is computed)."""
     kind, problems = options["bleu_type"], []
     if kind != "sacrebleu" and options["bleu_tokenize"] != "13a":
@@ -54,7 +55,7 @@ def option_problems(options: Mapping[str, Any], where: Any) -> list[str]:
     return problems
 
 
-def _orders(options: Mapping[str, Any]) -> list[list[float]]:
+def _orders(options: MetricOptions) -> list[list[float]]:
     """Uniform weights of the cumulative BLEU-n, n = 1..bleu_max_ngrams."""
     return [[1 / n] * n for n in range(1, options["bleu_max_ngrams"] + 1)]
 
@@ -63,7 +64,7 @@ def _figures(cumulative: list[float]) -> dict[str, float]:
     return {"bleu": cumulative[-1], **dict(zip(ngram_orders("bleu", len(cumulative)), cumulative))}
 
 
-def _nltk(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def _nltk(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
 
     hypotheses = [textbox_words(text) for text in inputs.hypotheses]
@@ -82,7 +83,7 @@ def _nltk(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
         aggregate="corpus_bleu" if options["corpus_bleu"] else "mean of sentence_bleu"))
 
 
-def _pycocoevalcap(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def _pycocoevalcap(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     from pycocoevalcap.bleu.bleu import Bleu
 
     references = {index: [" ".join(textbox_words(text)) for text in refs]
@@ -93,7 +94,7 @@ def _pycocoevalcap(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricRe
         "pycocoevalcap", bleu_type="pycocoevalcap", tokenize=_TEXTBOX_TOKENS, reference_length="closest"))
 
 
-def _multi_bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def _multi_bleu(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     from sacrebleu.metrics import BLEU
 
     order = options["bleu_max_ngrams"]

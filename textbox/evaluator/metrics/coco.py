@@ -11,9 +11,8 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from pathlib import Path
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.base import Details, MetricInputs, MetricOptions, MetricResult, package_details
 from textbox.evaluator.metrics.tokens import missing_ptb, ptb_words, textbox_words
 
 _INSTALL = "pip install pycocoevalcap (or pip install -e '.[coco]')"
@@ -22,7 +21,7 @@ TOKENIZE = {"ptb": "coco-caption's: Stanford PTBTokenizer, lower-cased, punctuat
             "nltk": "TextBox 2.0's: NLTK word tokens, punctuation kept"}
 
 
-def missing_pycocoevalcap(options: Mapping[str, Any]) -> str | None:
+def missing_pycocoevalcap(options: MetricOptions) -> str | None:
     """Why cider cannot run here (the package; Java for coco-caption's tokenizer), or None."""
     if importlib.util.find_spec("pycocoevalcap") is None:
         return f"metric 'cider' needs pycocoevalcap, which is not installed: {_INSTALL}"
@@ -31,7 +30,7 @@ def missing_pycocoevalcap(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def missing_spice(options: Mapping[str, Any]) -> str | None:
+def missing_spice(options: MetricOptions) -> str | None:
     """Why SPICE cannot run here (package, Java, CoreNLP jars), or None."""
     spec = importlib.util.find_spec("pycocoevalcap")
     if spec is None:
@@ -62,12 +61,12 @@ def _corpus(inputs: MetricInputs, tokenize: str) -> tuple[dict[int, list[str]], 
     return references, hypotheses
 
 
-def _details(options: Mapping[str, Any], **settings: Any) -> dict[str, Any]:
+def _details(options: MetricOptions, **settings: object) -> Details:
     tokenize = options["coco_tokenize"]
     return package_details("pycocoevalcap", tokenize=f"{tokenize} ({TOKENIZE[tokenize]})", **settings)
 
 
-def cider(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def cider(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """CIDEr-D (Vedantam et al. 2015; pycocoevalcap's Cider: n = 1..4, sigma 6, document frequencies from the
     references of this corpus), x10."""
     from pycocoevalcap.cider.cider import Cider
@@ -76,7 +75,7 @@ def cider(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     return MetricResult({"cider": 10 * float(score)}, _details(options, scale="x10 (TextBox 2.0)"))
 
 
-def spice(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def spice(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """SPICE (Anderson et al. 2016) F-score, in percent."""
     from pycocoevalcap.spice.spice import Spice
 

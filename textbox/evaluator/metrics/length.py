@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 from statistics import mean
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, textbox_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, textbox_details
 
 
-def length(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def length(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """length-hyp and length-ref: mean tokens per example (an example's references are averaged);
     length-ratio: their quotient (above 1: outputs longer than references)."""
     hypothesis_lengths = [len(text.split()) for text in inputs.hypotheses]

@@ -13,11 +13,14 @@ import importlib.util
 import shutil
 from functools import lru_cache
 from statistics import mean
-from typing import Any, Mapping
+from typing import TYPE_CHECKING
 
 from textbox.config.errors import TextBoxUserError
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, package_details
 from textbox.evaluator.metrics.tokens import textbox_words
+
+if TYPE_CHECKING:
+    from pycocoevalcap.meteor.meteor import Meteor
 
 MISSING_WORDNET = (
     "metric 'meteor' needs NLTK's WordNet corpus, which is not installed (NLTK looks in: {paths}). "
@@ -26,7 +29,7 @@ MISSING_WORDNET = (
 )
 
 
-def missing_resources(options: Mapping[str, Any]) -> str | None:
+def missing_resources(options: MetricOptions) -> str | None:
     """What meteor_type needs and lacks here (WordNet; pycocoevalcap and Java), or None."""
     if options["meteor_type"] == "nltk":
         return missing_wordnet()
@@ -64,7 +67,7 @@ def load_wordnet():
     return wordnet
 
 
-def meteor(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def meteor(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """METEOR as meteor_type computes it, 0-100."""
     if options["meteor_type"] == "pycocoevalcap":
         return _meteor_1_5(inputs, options)
@@ -72,7 +75,7 @@ def meteor(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
 
 
 @lru_cache(maxsize=1)
-def meteor_1_5() -> Any:
+def meteor_1_5() -> Meteor:
     """pycocoevalcap's METEOR 1.5 scorer: one Java process for the life of this one, since it takes seconds to load
     its paraphrase table (every validation reuses it; the wrapper serialises calls with a lock)."""
     from pycocoevalcap.meteor.meteor import Meteor
@@ -80,7 +83,7 @@ def meteor_1_5() -> Any:
     return Meteor()
 
 
-def _meteor_1_5(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def _meteor_1_5(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """METEOR 1.5 through pycocoevalcap's wrapper (one Java process for the corpus)."""
     references = {index: [" ".join(textbox_words(text)) for text in refs]
                   for index, refs in enumerate(inputs.references)}

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, textbox_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, ngram_orders, textbox_details
 
 NIST_ORDER = 5  # NIST's (mteval's) n
 _BETA = -math.log(0.5) / math.log(1.5) ** 2
@@ -62,7 +61,7 @@ def length_penalty(ratio: float) -> float:
     return math.exp(-_BETA * math.log(ratio) ** 2)
 
 
-def nist(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def nist(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """Corpus NIST with n = 1..5 on mteval's tokens."""
     hypotheses = [mteval_words(text) for text in inputs.hypotheses]
     references = [[mteval_words(text) for text in refs] for refs in inputs.references]
@@ -103,7 +102,7 @@ def closest_length(references: list[list[str]], length: int) -> int:
     return min((len(words) for words in references), key=lambda candidate: (abs(candidate - length), candidate))
 
 
-def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def bleu(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """mteval-v13a's corpus BLEU up to bleu_max_ngrams (``bleu``) and the cumulative BLEU-1..N."""
     order = options["bleu_max_ngrams"]
     matches, counts = [0] * (order + 1), [0] * (order + 1)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterator, Mapping
+from typing import Iterator
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, textbox_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, ngram_orders, textbox_details
 
 
 def ngrams(text: str, order: int) -> Iterator[tuple[str, ...]]:
@@ -17,7 +17,7 @@ def _percent(part: int, whole: int) -> float:
     return 100 * part / whole if whole else 0.0
 
 
-def distinct(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def distinct(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """distinct-n (Li et al. 2016): distinct n-grams over all n-grams of the whole corpus, in percent."""
     scores = {}
     for order, name in enumerate(ngram_orders("distinct", options["distinct_max_ngrams"]), start=1):
@@ -26,7 +26,7 @@ def distinct(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     return MetricResult(scores, textbox_details(tokenize="whitespace", level="corpus"))
 
 
-def unique(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def unique(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """unique-n: how many distinct n-grams the corpus uses (the numerator of distinct-n)."""
     scores = {}
     for order, name in enumerate(ngram_orders("unique", options["distinct_max_ngrams"]), start=1):
@@ -34,7 +34,7 @@ def unique(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     return MetricResult(scores, textbox_details(tokenize="whitespace", level="corpus"))
 
 
-def novelty(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def novelty(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """novelty-n (See et al. 2017): percent of hypothesis n-grams, counted with repeats, absent from the source.
 
     Low values mean the model copies its input (extractive summaries); hypotheses equal to sources give 0.

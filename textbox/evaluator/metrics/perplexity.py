@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, textbox_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, textbox_details
 
 _LARGEST_EXPONENT = math.log(sys.float_info.max)  # ~709.78: exp of anything above overflows a float
 OVERFLOW_NOTE = ("exp(loss) exceeds the largest float: the perplexity is infinite (a diverged model); JSON files "
@@ -19,7 +18,7 @@ def perplexity_of(loss: float) -> float:
     return math.inf if loss > _LARGEST_EXPONENT else math.exp(loss)
 
 
-def perplexity(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def perplexity(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """exp(loss), with the loss in nats per target token as the trainer reports it."""
     assert inputs.loss is not None, "the registry only calls perplexity with a loss"
     value = perplexity_of(inputs.loss)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from textbox.config import Config
 from textbox.config.errors import ConfigError, TextBoxUserError
 from textbox.config.schema import DEFAULTS
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders
+from textbox.evaluator.metrics.base import Details, MetricInputs, MetricResult, ngram_orders
 from textbox.evaluator.metrics.rouge import rouge_figures
 from textbox.utils.suggest import suggest
 
@@ -97,7 +97,7 @@ class MetricReport:
     """Every figure (canonical name -> value) and, per metric, how it was computed (for results.json)."""
 
     scores: dict[str, float] = field(default_factory=dict)
-    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    details: dict[str, Details] = field(default_factory=dict)
 
 
 def known_metrics() -> set[str]:
@@ -137,9 +137,10 @@ def option_problems(names: Sequence[str], options: Options,
         if settings[key] < 1:
             problems.append(f"{where(key)} must be at least 1, got {settings[key]}")
     for name in sorted(selected & set(_METRICS)):
-        if _METRICS[name].resources is not None:
+        resources = _METRICS[name].resources
+        if resources is not None:
             module = importlib.import_module(f"{__package__}.{_METRICS[name].module}")
-            missing = getattr(module, _METRICS[name].resources)(settings)
+            missing = getattr(module, resources)(settings)
             if missing:
                 problems.append(f"{where('metrics')}: {missing}")
     if "bleu" in selected:

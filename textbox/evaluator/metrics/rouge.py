@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from importlib.metadata import version
 from statistics import mean
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, package_details
 from textbox.evaluator.metrics.rouge_w import WEIGHT, rouge_w
 from textbox.evaluator.metrics.tokens import missing_punkt, sentences
 
@@ -37,7 +36,7 @@ def rouge_figures(max_order: int) -> dict[str, str]:
     return {**figures, "rouge-l": "rougeL", "rouge-lsum": "rougeLsum", "rouge-w": "rougeW"}
 
 
-def missing_resources(options: Mapping[str, Any]) -> str | None:
+def missing_resources(options: MetricOptions) -> str | None:
     """What the sentence split needs and lacks here (NLTK's Punkt data), or None."""
     return missing_punkt() if options["rouge_sentence_split"] == "punkt" else None
 
@@ -59,7 +58,7 @@ def prepared(text: str, split: str) -> str:
     return "\n".join(sentences(text, split))
 
 
-def rouge(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def rouge(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """rouge-1..rouge-N, rouge-l and rouge-lsum, each the mean of per-example F-measures."""
     from rouge_score.rouge_scorer import RougeScorer
     from rouge_score.tokenizers import DefaultTokenizer

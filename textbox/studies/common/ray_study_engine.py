@@ -17,7 +17,7 @@ import ray
 
 from textbox.config import TextBoxUserError
 from textbox.studies.common.study_engine import StudyEngine
-from textbox.studies.common.runner import Job, Outcome, Runner, execute
+from textbox.studies.common.runner import Job, JobKey, Outcome, Runner, execute
 
 
 @contextlib.contextmanager
@@ -70,8 +70,8 @@ def _task_options(resources: dict[str, float]) -> dict[str, Any]:
 
 # --- seeds (and any list of independent runs): one Ray task each ---------------------------------------------
 
-def run_jobs_on_ray(jobs: list[Job[Any]], on_outcome: Callable[[Any, Outcome], None], resources: dict[str, float],
-                    runner: Runner) -> None:
+def run_jobs_on_ray(jobs: list[Job[JobKey]], on_outcome: Callable[[JobKey, Outcome], None],
+                    resources: dict[str, float], runner: Runner) -> None:
     """Run every job as a Ray task holding ``resources``; hand each Outcome over as it finishes."""
     task = ray.remote(max_retries=0, **_task_options(resources))(execute)
     pending = {task.remote(job.overrides, runner): job.key for job in jobs}

@@ -13,10 +13,14 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from textbox.checks import load_checked_config
 from textbox.config import Config, RunInterrupted, TextBoxError
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+    from multiprocessing.queues import Queue
 
 JobKey = TypeVar("JobKey")
 Runner = Callable[..., dict[str, Any]]  # pipeline.run: (config, *, on_validation=None) -> results
@@ -38,10 +42,10 @@ class Job(Generic[JobKey]):
     """One run to do: ``overrides`` are command-line-level keys (the study's keys plus this run's own)."""
 
     key: JobKey
-    overrides: dict[str, Any]
+    overrides: dict[str, object]
 
 
-def execute(overrides: dict[str, Any], runner: Runner, on_validation: OnValidation | None = None) -> Outcome:
+def execute(overrides: dict[str, object], runner: Runner, on_validation: OnValidation | None = None) -> Outcome:
     """Build the config and run it; any failure but a stop request becomes an Outcome.
 
     Runs in worker processes too: the plain ``overrides`` travel there, and the config is built on arrival.
@@ -97,7 +101,7 @@ def run_jobs(next_job: Callable[[], Job[JobKey] | None], on_outcome: Callable[[J
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _share_cpus(workers: int, devices: Any = None) -> None:
+def _share_cpus(workers: int, devices: Queue[str] | None = None) -> None:
     """Give each worker its share of the cores (torch reads OMP_NUM_THREADS when it is first imported), and its
     own share of --gpu_id (taken from the ``devices`` queue; every run of this worker then uses it)."""
     global _worker_gpu_id
@@ -109,7 +113,7 @@ def _share_cpus(workers: int, devices: Any = None) -> None:
 _worker_gpu_id: str | None = None  # this worker process's share of --gpu_id (None: the runs keep theirs)
 
 
-def _device_shares(gpu_id: Any, workers: int, context: Any) -> Any:
+def _device_shares(gpu_id: object, workers: int, context: BaseContext) -> Queue[str] | None:
     """A queue holding one share of the gpu_id list per worker (None without gpu_id); a list too short to give
     every worker its own device(s) is refused before any run starts."""
     from textbox.config.launcher import worker_gpu_ids

@@ -79,7 +79,7 @@ def _launcher_problems(environ: Mapping[str, str]) -> list[str]:
             f"trials side by side with --workers=N or --engine=ray"]
 
 
-def _resource_problems(resources: dict[str, Any] | None) -> list[str]:
+def _resource_problems(resources: dict[str, object] | None) -> list[str]:
     if resources is None:
         return []
     problems = [f"--trial_resources: unknown resource {name!r}; use {' and '.join(map(repr, RESOURCES))}"

@@ -12,14 +12,17 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from textbox.utils.atomic import write_text_atomic
 
-Row = Sequence[Any]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Row = Sequence[object]
 
 
-def format_value(value: Any) -> str:
+def format_value(value: object) -> str:
     """Numbers to 4 significant digits, None as '-', anything else as str."""
     if value is None:
         return "-"
@@ -46,7 +49,7 @@ def write_csv(path: Path, header: Row, rows: Sequence[Row]) -> None:
 
 
 def plot_search(path: Path, tids: Sequence[int], scores: Sequence[float | None],
-                params: dict[str, Sequence[Any]], objective: str, stopped: int = 0) -> None:
+                params: dict[str, Sequence[object]], objective: str, stopped: int = 0) -> None:
     """Score per trial (with the running best) and score against each parameter; trials without a score (failed,
     or ``stopped`` early by a scheduler) are left out."""
     from matplotlib.figure import Figure
@@ -66,7 +69,7 @@ def plot_search(path: Path, tids: Sequence[int], scores: Sequence[float | None],
     save_figure(figure, path)
 
 
-def plot_distributions(path: Path, values: dict[str, Sequence[float]]) -> None:
+def plot_distributions(path: Path, values: Mapping[str, Sequence[float]]) -> None:
     """One panel per metric: a box plot of the per-seed values with every seed drawn on it."""
     from matplotlib.figure import Figure
 
@@ -79,7 +82,7 @@ def plot_distributions(path: Path, values: dict[str, Sequence[float]]) -> None:
     save_figure(figure, path)
 
 
-def save_figure(figure: Any, path: Path) -> None:
+def save_figure(figure: Figure, path: Path) -> None:
     """Write a PNG through a temporary file and an atomic rename."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from hyperopt import Domain, Trials, pyll
 
@@ -16,7 +16,7 @@ class NotDiscreteError(ValueError):
     """A parameter whose distribution has no finite grid."""
 
 
-def parameter_values(domain: Domain) -> dict[str, list[Any]]:
+def parameter_values(domain: Domain) -> dict[str, list[float]]:
     """For each label, the raw values (hyperopt's ``vals``: an index for choice) its node can draw."""
     values = {}
     for label, node in domain.params.items():
@@ -26,7 +26,7 @@ def parameter_values(domain: Domain) -> dict[str, list[Any]]:
     return values
 
 
-def _node_values(label: str, distribution: str, arguments: dict[str, Any]) -> list[Any]:
+def _node_values(label: str, distribution: str, arguments: dict[str, Any]) -> list[float]:
     if distribution == "randint":  # choice is randint(len(options)); randint(low, high) draws low..high-1
         low, high = (0, arguments["low"]) if "high" not in arguments else (arguments["low"], arguments["high"])
         return list(range(low, high))
@@ -49,14 +49,14 @@ def grid_size(domain: Domain) -> int:
     return math.prod(len(values) for values in parameter_values(domain).values())
 
 
-def _grid(domain: Domain) -> Iterator[dict[str, Any]]:
+def _grid(domain: Domain) -> Iterator[dict[str, float]]:
     values = parameter_values(domain)
     labels = list(values)
     for point in itertools.product(*(values[label] for label in labels)):
         yield dict(zip(labels, point))
 
 
-def _point_key(vals: dict[str, list[Any]]) -> tuple[tuple[str, Any], ...]:
+def _point_key(vals: Mapping[str, Sequence[float]]) -> tuple[tuple[str, float], ...]:
     # len(), not truthiness: a value list holding 0 (or a numpy array) must count as present
     return tuple(sorted((label, float(v[0])) for label, v in vals.items() if len(v)))
 

@@ -7,7 +7,6 @@ hyperopt minimises, so the loss told is the negated selection score (higher scor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from hyperopt import JOB_STATE_DONE, STATUS_FAIL, STATUS_OK, Domain, Trials, space_eval
@@ -23,8 +22,8 @@ class Suggestion:
     """A point to try: ``raw`` is hyperopt's encoding (an option index for choice), ``params`` what runs get."""
 
     tid: int
-    raw: dict[str, Any]
-    params: dict[str, Any]
+    raw: dict[str, object]
+    params: dict[str, object]
 
 
 class Optimizer:
@@ -52,7 +51,7 @@ class Optimizer:
         doc["result"] = _result(score)
         self.trials.refresh()
 
-    def replay(self, tid: int, raw: dict[str, Any], score: float | None) -> None:
+    def replay(self, tid: int, raw: dict[str, object], score: float | None) -> None:
         """Add a trial finished by an earlier, interrupted search, so the algorithm learns from it."""
         misc = {"tid": tid, "cmd": self.domain.cmd, "workdir": self.domain.workdir,
                 "idxs": {label: [tid] for label in raw}, "vals": {label: [value] for label, value in raw.items()}}
@@ -61,10 +60,10 @@ class Optimizer:
         self.trials.insert_trial_docs([doc])
         self.trials.refresh()
 
-    def params_of(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def params_of(self, raw: dict[str, object]) -> dict[str, object]:
         return {label: _plain(value) for label, value in space_eval(self.space, raw).items()}
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> dict[str, object]:
         """A random point, to validate the config a trial will get before the search starts."""
         return {label: _plain(value) for label, value in
                 stochastic.sample(self.space, rng=np.random.default_rng(self.seed)).items()}
@@ -81,10 +80,10 @@ def trial_seed(seed: int, tid: int) -> int:
     return int(np.random.SeedSequence([seed % 2**32, tid]).generate_state(1)[0])
 
 
-def _result(score: float | None) -> dict[str, Any]:
+def _result(score: float | None) -> dict[str, object]:
     return {"status": STATUS_FAIL} if score is None else {"status": STATUS_OK, "loss": -score}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """numpy scalars as Python numbers (JSON, config types)."""
     return value.item() if isinstance(value, np.generic) else value

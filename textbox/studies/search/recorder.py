@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Mapping
 
 from textbox.studies.search.objective import Objective
 from textbox.studies.search.store import SearchStore, TrialRecord, trial_name
@@ -17,7 +17,7 @@ class TrialRecorder:
     def __init__(self, store: SearchStore, objective: Objective, max_evals: int, logger: logging.Logger):
         self.store, self.objective, self.max_evals, self.logger = store, objective, max_evals, logger
 
-    def record(self, tid: int, params: dict[str, Any], raw: dict[str, Any], outcome: Outcome,
+    def record(self, tid: int, params: dict[str, object], raw: dict[str, object], outcome: Outcome,
                stopped: str | None = None) -> float | None:
         """The trial's selection score (None when it failed or was ``stopped`` early, which says why), after
         recording it."""
@@ -46,6 +46,6 @@ class TrialRecorder:
         return score
 
 
-def format_params(params: dict[str, Any]) -> str:
+def format_params(params: Mapping[str, object]) -> str:
     return ", ".join(f"{label}={value:.4g}" if isinstance(value, float) else f"{label}={value!r}"
                      for label, value in params.items())

@@ -63,7 +63,7 @@ class _SearchPlan:
     the objective, the search directory with its store and log."""
 
     options: dict[str, Any]
-    run_keys: dict[str, Any]
+    run_keys: dict[str, object]
     engine: StudyEngine
     base: Config
     optimizer: Optimizer
@@ -177,7 +177,7 @@ def _max_evals(options: dict[str, Any], optimizer: Optimizer) -> int:
     return options["max_evals"]
 
 
-def _check_sample_point(space: str, run_keys: dict[str, Any], point: dict[str, Any], directory: Path) -> None:
+def _check_sample_point(space: str, run_keys: dict[str, object], point: dict[str, object], directory: Path) -> None:
     """Before any trial: a space label that is no config key (or a value of the wrong type) fails here,
     with the message the command line would give."""
     try:
@@ -196,7 +196,7 @@ def _engine_text(engine: StudyEngine, workers: int) -> str:
 class _TrialLoop:
     """Hands trials to ``run_jobs`` (local engine) and records each finished one (optimizer, recorder)."""
 
-    def __init__(self, optimizer: Optimizer, recorder: TrialRecorder, run_keys: dict[str, Any], max_evals: int,
+    def __init__(self, optimizer: Optimizer, recorder: TrialRecorder, run_keys: dict[str, object], max_evals: int,
                  logger: logging.Logger):
         self.optimizer, self.recorder, self.store, self.run_keys = optimizer, recorder, recorder.store, run_keys
         self.max_evals, self.logger = max_evals, logger
@@ -221,7 +221,7 @@ class _TrialLoop:
         self.optimizer.tell(tid, self.recorder.record(tid, suggestion.params, suggestion.raw, outcome))
 
 
-def _test_best(best: TrialRecord, run_keys: dict[str, Any], directory: Path, runner: Runner,
+def _test_best(best: TrialRecord, run_keys: dict[str, object], directory: Path, runner: Runner,
                logger: logging.Logger) -> tuple[dict[str, float] | None, str | None]:
     """Score the best trial's checkpoint_best on the test split (reused when a resumed search already did)."""
     test_dir = directory / f"test-{trial_name(best.tid)}"

@@ -58,7 +58,7 @@ class SpaceEntry:
 
     label: str
     algorithm: str
-    arguments: tuple[Any, ...]
+    arguments: tuple[object, ...]
     line: int
 
     def to_hyperopt(self) -> Any:
@@ -123,7 +123,7 @@ def _parse_line(line: str, number: int) -> SpaceEntry:
     return SpaceEntry(label, algorithm, arguments, number)
 
 
-def _literal_before_comment(text: str) -> Any:
+def _literal_before_comment(text: str) -> object:
     """The Python literal in ``text``, ignoring a trailing ``# comment`` (a ``#`` inside a string stays)."""
     cuts = [len(text)] + [i for i, char in enumerate(text) if char == "#"]
     for cut in sorted(cuts, reverse=True):
@@ -134,7 +134,7 @@ def _literal_before_comment(text: str) -> Any:
     raise ValueError(f"cannot read {text.strip()!r} as a Python literal (a list or a tuple of numbers)")
 
 
-def _check_options(algorithm: str, space: Any) -> tuple[Any, ...]:
+def _check_options(algorithm: str, space: object) -> tuple[object, ...]:
     if not isinstance(space, (list, tuple)) or len(space) == 0:
         raise ValueError(f"{algorithm} expects a non-empty list {OPTION_FORMS[algorithm]}, got {space!r}")
     if algorithm == "pchoice":
@@ -169,5 +169,5 @@ def _check_numbers(algorithm: str, space: Any) -> tuple[float | int, ...]:
     return arguments
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -12,7 +12,6 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from textbox.config import TextBoxUserError
 from textbox.studies.common.directory import create_study_directory
@@ -26,8 +25,8 @@ class TrialRecord:
     """One finished trial. ``score`` is the selection score (higher is better); None when it failed."""
 
     tid: int
-    params: dict[str, Any]
-    raw: dict[str, Any]  # hyperopt's encoding of params, replayed into the algorithm on resume
+    params: dict[str, object]
+    raw: dict[str, object]  # hyperopt's encoding of params, replayed into the algorithm on resume
     score: float | None
     valid: dict[str, float]
     seconds: float
@@ -53,7 +52,7 @@ class SearchStore:
         self.records = records
 
     @classmethod
-    def open(cls, directory: Path, settings: dict[str, Any], resume: bool) -> "SearchStore":
+    def open(cls, directory: Path, settings: dict[str, object], resume: bool) -> "SearchStore":
         """Start a search in an empty directory, or (resume) reload one started with the same settings."""
         settings = _normalise(settings)
         if not resume:
@@ -99,12 +98,12 @@ class SearchStore:
                       if TRIAL_DIR.match(path.name) and path.name not in recorded)
 
 
-def _normalise(settings: dict[str, Any]) -> dict[str, Any]:
+def _normalise(settings: dict[str, object]) -> dict[str, object]:
     """As JSON would give it back (tuples become lists), so that saved and current settings compare."""
     return json.loads(json.dumps(settings, default=repr))
 
 
-def check_engine_record(directory: Path, record: dict[str, Any], resume: bool) -> None:
+def check_engine_record(directory: Path, record: dict[str, object], resume: bool) -> None:
     """A new Ray search writes ``record`` (engine, max_evals, early_stop) to engine.json; a resumed search must
     run on the engine it started on (Tune restores its own record; the local engine reads trials.json), and on
     Ray with the same max_evals and early_stop, which Tune's restored record keeps."""

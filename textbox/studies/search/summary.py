@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Iterable, Mapping
 
 from textbox.studies.search.objective import Objective
 from textbox.studies.search.store import TrialRecord, trial_name
@@ -68,6 +68,6 @@ def _trials_table(records: list[TrialRecord], figures: list[str]) -> str:
                             *(r.valid.get(name) for name in figures), r.score, r.seconds] for r in ranked])
 
 
-def _ordered_union(mappings: Any) -> list[str]:
+def _ordered_union(mappings: Iterable[Mapping[str, object]]) -> list[str]:
     """Keys of several mappings in first-seen order."""
     return list(dict.fromkeys(key for mapping in mappings for key in mapping))

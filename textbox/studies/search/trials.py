@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 from textbox.config.schema import SCHEMA
 
 
-def trial_overrides(run_keys: dict[str, Any], params: dict[str, Any], directory: Path, name: str) -> dict[str, Any]:
+def trial_overrides(run_keys: dict[str, object], params: dict[str, object], directory: Path,
+                    name: str) -> dict[str, object]:
     """A trial's keys: the search's run keys, its point, its own directory, and no test run."""
     return {**run_keys, **fit_key_types(params), "saved_dir": str(directory), "filename": name, "do_test": False}
 
 
-def fit_key_types(params: dict[str, Any]) -> dict[str, Any]:
+def fit_key_types(params: dict[str, object]) -> dict[str, object]:
     """quniform and friends give floats such as 32.0; a key typed int gets 32."""
     fitted = dict(params)
     for label, value in params.items():

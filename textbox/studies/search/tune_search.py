@@ -16,7 +16,7 @@ import math
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ray import tune
 from ray.tune.search import Searcher
@@ -28,6 +28,11 @@ from textbox.studies.search.store import trial_name
 from textbox.studies.search.trials import trial_overrides
 from textbox.studies.common.ray_study_engine import tune_resources
 from textbox.studies.common.runner import Outcome, Runner, execute
+from textbox.studies.search.algorithms import Suggest
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import ASHAScheduler
 
 LOSS = "loss"  # what Tune minimises: -selection score, NaN for a failed trial
 OUTCOME = "textbox_outcome"  # the run's Outcome as JSON, read back by the driver (its last report only)
@@ -45,7 +50,7 @@ class TextBoxSearch(HyperOptSearch):
     """HyperOptSearch with hyperopt's suggest function of --algo; a config carries the hyperopt trial id and the
     raw point (hyperopt's encoding, as trials.json keeps it) beside the parameters."""
 
-    def __init__(self, space: dict[str, Any], algorithm: Callable[..., list[dict[str, Any]]], seed: int):
+    def __init__(self, space: dict[str, object], algorithm: Suggest, seed: int):
         super().__init__(space=space, metric=LOSS, mode="min", n_initial_points=None,
                          random_state_seed=seed % 2**32, gamma=None)
 
@@ -74,11 +79,11 @@ class TextBoxSearch(HyperOptSearch):
         super().on_trial_complete(trial_id, None if failed else result, error=failed)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") and not isinstance(value, (list, dict, str)) else value
 
 
-def _trial(config: dict[str, Any], run_keys: dict[str, Any], directory: str, objective: Objective,
+def _trial(config: dict[str, Any], run_keys: dict[str, object], directory: str, objective: Objective,
            runner: Runner) -> None:
     """One Tune trial: the ordinary run of the trial's keys in directory/trial-NNN. Every validation is reported
     (the scheduler of --early_stop may stop the trial there), then the run's Outcome."""
@@ -101,7 +106,7 @@ def _trial(config: dict[str, Any], run_keys: dict[str, Any], directory: str, obj
                  OUTCOME: json.dumps(asdict(outcome))})
 
 
-Record = Callable[..., Any]  # TrialRecorder.record(tid, params, raw, outcome, stopped=None)
+Record = Callable[..., "float | None"]  # TrialRecorder.record(tid, params, raw, outcome, stopped=None)
 _RECORDERS: dict[str, Record] = {}  # study directory -> this driver's recorder (see _Recorder)
 
 
@@ -114,7 +119,7 @@ class _Recorder(tune.Callback):
     def __init__(self, directory: str):
         self.directory = directory
 
-    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: object) -> None:
         config, result = trial.config, trial.last_result
         record = _RECORDERS[self.directory]
         if OUTCOME in result:
@@ -127,7 +132,7 @@ class _Recorder(tune.Callback):
         record(config["tid"], config["params"], config["raw"],
                Outcome({"valid": figures}, None, None, float(result.get("time_total_s", 0.0))), stopped=stopped)
 
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: object) -> None:
         text = Path(trial.error_file).read_text(encoding="utf-8") if trial.error_file else ""
         lines = [line for line in text.splitlines() if line.strip()]
         error = f"the Ray trial failed: {lines[-1].strip() if lines else 'no error text'}"
@@ -136,8 +141,8 @@ class _Recorder(tune.Callback):
                                    Outcome(None, error, text or None, 0.0))
 
 
-def search_on_ray(space: dict[str, Any], algorithm: Callable[..., list[dict[str, Any]]], seed: int, trials: int,
-                  run_keys: dict[str, Any], directory: Path, objective: Objective, resources: dict[str, float],
+def search_on_ray(space: dict[str, object], algorithm: Suggest, seed: int, trials: int,
+                  run_keys: dict[str, object], directory: Path, objective: Objective, resources: dict[str, float],
                   runner: Runner, record: Record, early_stop: str) -> None:
     """Run ``trials`` Tune trials, or continue them from Tune's record in directory/tune (an interrupted search:
     finished trials are not run again, unfinished ones start afresh); each is recorded on the driver as it ends."""
@@ -164,7 +169,7 @@ def search_on_ray(space: dict[str, Any], algorithm: Callable[..., list[dict[str,
         del _RECORDERS[study]
 
 
-def _scheduler(early_stop: str) -> Any:
+def _scheduler(early_stop: str) -> ASHAScheduler | None:
     """--early_stop=asha: ASHA on the objective, one time unit per validation; Tune's default grace period (1)
     and reduction factor (4). max_t only bounds the rungs (1, 4, 16, ...): a trial still ends where its run ends."""
     if early_stop == "none":
