@@ -81,7 +81,7 @@ def build_model(config: Any, train_split: TrainingTexts | None, logger: Any = No
     if built.efficient is not None:  # saved beside the adapter, so that checkpoint_best reloads alike
         built = dataclasses.replace(built, efficient=dataclasses.replace(built.efficient, quantization=used))
     if config.gradient_checkpointing:
-        from textbox.model.memory import enable_gradient_checkpointing
+        from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 
         enable_gradient_checkpointing(built.model)
         log.info("gradient checkpointing: every layer's activations are recomputed in the backward pass "
