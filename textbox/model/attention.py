@@ -14,7 +14,7 @@ from typing import Any
 
 from textbox.config.errors import TextBoxUserError
 from textbox.config.launcher import run_mixed_precision
-from textbox.model.efficient_checkpoint import inner_model
+from textbox.model.adapter_files import inner_model
 
 
 def chosen(values: Any) -> str | None:

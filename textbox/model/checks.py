@@ -11,7 +11,7 @@ from textbox.config.families import FAMILIES, REFUSED_MODELS
 from textbox.config import family_keys as keys
 from textbox.model import quantization
 from textbox.model.efficient import method_problems
-from textbox.model.efficient_checkpoint import is_efficient_checkpoint
+from textbox.model.adapter_files import is_efficient_checkpoint
 from textbox.model.files import damaged_files
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest

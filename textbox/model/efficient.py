@@ -2,7 +2,7 @@
 
 ``apply_efficient_methods`` wraps or freezes a built model and returns its record with the method
 (textbox.model.built_model.EfficientRecord), which tells saving what to write. What such a model's checkpoint holds,
-and how it loads again, is textbox.model.efficient_checkpoint's job.
+and how it loads again, is textbox.model.adapter_files's job.
 
 With ``efficient_unfreeze_model=True`` the whole model trains, and so is saved whole.
 

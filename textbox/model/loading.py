@@ -1,6 +1,6 @@
 """What the model builders share: clear errors for paths that cannot be loaded, config overrides that
 refuse typos, and token ids written where both training and ``generate`` read them. An efficient checkpoint
-(an adapter or BitFit biases, textbox.model.efficient_checkpoint) loads onto its base model here, whichever
+(an adapter or BitFit biases, textbox.model.adapter_files) loads onto its base model here, whichever
 builder asks, and ``load_saved_model`` reloads the Trainer's checkpoint_best."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import torch
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
 
 from textbox.config.errors import TextBoxUserError
-from textbox.model.efficient_checkpoint import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
-                                                inner_model, is_efficient_checkpoint)
+from textbox.model.adapter_files import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
+                                         inner_model, is_efficient_checkpoint)
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
 

@@ -9,7 +9,7 @@ What is decided where:
 - the builders pass ``load_settings`` to ``from_pretrained`` (textbox.model.loading), which prepares a quantised
   model for training (peft's ``prepare_model_for_kbit_training``: every base weight frozen);
 - checkpoint_best holds the adapter and ``QUANTIZATION_RECORD``, the settings that quantise its base again
-  (textbox.model.efficient_checkpoint writes it); a checkpoint that holds one is reloaded quantised the same way
+  (textbox.model.adapter_files writes it); a checkpoint that holds one is reloaded quantised the same way
   unless --quantization is given (``requested``).
 
 Nothing heavy is imported at module level: config validation calls ``problems``.

@@ -16,7 +16,7 @@ from accelerate import Accelerator
 
 from textbox.config import TextBoxUserError
 from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
-from textbox.model.efficient_checkpoint import save_model_files
+from textbox.model.adapter_files import save_model_files
 from textbox.model.built_model import EfficientRecord
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, save_full_model
