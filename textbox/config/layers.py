@@ -17,7 +17,7 @@ from textbox.config.checkpoint_family import Detected, FamilyError, compatible, 
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS
-from textbox.config.textbox_translate import is_textbox_data_root
+from textbox.config.textbox2.translate import is_textbox_data_root
 from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import where

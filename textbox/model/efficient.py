@@ -26,7 +26,7 @@ PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "ia3": ("IA3Config", {}),
 }
 METHODS = (*PEFT_METHODS, "bitfit")
-# TextBox 2.0's methods with no counterpart (its 'p-tuning-v2' is prefix-tuning: textbox/config/textbox_names.py).
+# TextBox 2.0's methods with no counterpart (its 'p-tuning-v2' is prefix-tuning: textbox/config/textbox2/names.py).
 REFUSED_METHODS = {"adapter": "Houlsby adapters are not in peft (the library used here), and are not written by "
                               "hand: choose another method, e.g. ['lora'] or ['ia3']"}
 # Fields TextBox sets itself; the user's kwargs must not.
