@@ -22,13 +22,13 @@ from typing import Any, Callable, Sequence
 
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
-from textbox.config.languages import apply_languages
-from textbox.model.attention import chosen, set_attention
 from textbox.model.adapter_files import checkpoint_record
+from textbox.model.attention import chosen, set_attention
 from textbox.model.lengths import fit_lengths
 from textbox.model.loading import set_generation_length
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
+from textbox.tokens.languages import apply_languages
 from textbox.utils.logging import get_logger
 from textbox.utils.suggest import suggest
 
