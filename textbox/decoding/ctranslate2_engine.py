@@ -29,9 +29,9 @@ from accelerate.utils import gather_object
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import CTranslate2Failed, converted_model, decoder_start_token, plain_model
 from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait, failure_text
-from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
+from textbox.decoding.generation_config import effective_config
 
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 

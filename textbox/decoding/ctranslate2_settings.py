@@ -67,6 +67,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from textbox.decoding.generation_config import effective_config
+
 # Settings that change nothing in the output or are handled below.
 _MAPPED = {"max_new_tokens", "max_length", "min_new_tokens", "min_length", "num_beams", "length_penalty",
            "no_repeat_ngram_size", "repetition_penalty", "do_sample", "top_k", "top_p", "temperature",
@@ -173,15 +175,6 @@ def searches_exhaustively(effective: Any) -> bool:
     num_beams hypotheses ended."""
     penalty = 1.0 if effective.length_penalty is None else effective.length_penalty
     return effective.early_stopping == "never" or (effective.early_stopping in (None, False) and penalty <= 0)
-
-
-def effective_config(generation_config: Any, settings: dict[str, Any]) -> Any:
-    """The model's generation config with ``settings`` applied (what ``generate`` would use)."""
-    import copy
-
-    effective = copy.deepcopy(generation_config)
-    effective.update(**settings)
-    return effective
 
 
 def _as_list(value: Any) -> list[int]:

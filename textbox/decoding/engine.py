@@ -270,7 +270,8 @@ def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> 
 
 
 def _note(model: Any, settings: dict[str, Any]) -> str:
-    from textbox.decoding.ctranslate2_settings import effective_config, stopping_note
+    from textbox.decoding.ctranslate2_settings import stopping_note
+    from textbox.decoding.generation_config import effective_config
 
     inner, _ = _plain_model(model)
     return stopping_note(effective_config(inner.generation_config, settings))
