@@ -4,20 +4,18 @@ lives in a TrainState; the Config is never mutated."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from textbox.config import Config, RunInterrupted, TextBoxError
+from textbox.config import RunInterrupted, TextBoxError
 from textbox.model.loss import forward_token_losses, target_tokens
-from textbox.model.built_model import EfficientRecord
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
+from textbox.trainer.context import TrainerContext
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
 from textbox.trainer.loaders import accumulation_windows, train_loader
@@ -34,24 +32,25 @@ class Trainer:
 
     It accumulates gradients itself (config.accumulation_steps), so the Accelerator must not also do it."""
 
-    def __init__(self, config: Config, accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any,
-                 collator: Any, run_dir: Path, logger: logging.Logger, efficient: EfficientRecord | None = None):
-        if accelerator.gradient_accumulation_steps != 1:
+    def __init__(self, context: TrainerContext):
+        run = context.run
+        if run.accelerator.gradient_accumulation_steps != 1:
             raise ValueError("build the Accelerator without gradient_accumulation_steps: the Trainer accumulates "
                              "config.accumulation_steps batches itself")
-        self.config = config
-        self.accelerator = accelerator
-        self.model = model
-        self.tokenizer = tokenizer
-        self.efficient = efficient  # the model's efficient method (BuiltModel.efficient): what checkpoints hold
-        self.collator = collator
-        self.run_dir = Path(run_dir)
-        self.logger = logger
+        self.run = run
+        self.config = run.config
+        self.accelerator = run.accelerator
+        self.model = context.model
+        self.tokenizer = context.tokenizer
+        self.efficient = context.efficient  # the model's efficient method (BuiltModel.efficient): what checkpoints hold
+        self.collator = context.collator
+        self.run_dir = Path(run.run_dir)
+        self.logger = run.logger
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
-        self._train_forward: Any = model
+        self._train_forward: Any = context.model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
         self._validation: ValidationHook | None = None
 
