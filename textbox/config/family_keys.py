@@ -22,8 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER
-from textbox.config.schema import PROMPT_METHODS
+import yaml
+
+from textbox.config.errors import ConfigError
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER, yaml_names
+from textbox.config.layers import CONFIG_DIR
+from textbox.config.schema import DEFAULTS, PROMPT_METHODS
+from textbox.utils import yaml_numbers
 
 HONOURED = "honoured"
 
@@ -169,12 +174,6 @@ def situation(family: str, values: Mapping[str, Any]) -> str | None:
 
 def family_yaml_values(model: str) -> dict[str, Any]:
     """The values configs/model/<model>.yaml gives (empty when it has none or cannot be read)."""
-    import yaml
-
-    from textbox.config.layers import CONFIG_DIR
-    from textbox.utils import yaml_numbers
-
-    from textbox.config.families import yaml_names
 
     paths = [CONFIG_DIR / "model" / f"{name}.yaml" for name in yaml_names(model)]
     try:
@@ -189,7 +188,6 @@ def set_settings(values: Mapping[str, Any], sources: Mapping[str, str], name: st
     value = values[name]
     if sources.get(name, "default") == "default":
         return {}
-    from textbox.config.schema import DEFAULTS
 
     given = family_yaml_values(values["model"]).get(name)
     given = {**DEFAULTS[name], **(given if isinstance(given, dict) else {})}
@@ -204,7 +202,6 @@ def config_settings(config: Any, name: str) -> dict[str, Any]:
 
 def is_set(values: Mapping[str, Any], sources: Mapping[str, str], name: str) -> bool:
     """Whether key ``name`` was asked for (see the module docstring)."""
-    from textbox.config.schema import DEFAULTS
 
     if isinstance(values[name], dict):
         return bool(set_settings(values, sources, name))
@@ -244,7 +241,6 @@ def problems(family: str, values: Mapping[str, Any], sources: Mapping[str, str],
 
 def refuse_unhonoured(config: Any, family: str, known_situation: str) -> None:
     """The builder's own check, once loading has shown its situation: a TextBoxUserError listing the refusals."""
-    from textbox.config.errors import ConfigError
 
     values = dict(config.items())
     sources = {key: config.source_of(key) for key in values}

@@ -42,6 +42,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from textbox.config.errors import TextBoxUserError
+from textbox.data.tokenize import encode_within
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _TRAIN, _EVAL = 0, 1  # keep training and evaluation seeds apart
@@ -141,8 +142,6 @@ class DenoisingCollator:
         self.pad = pad
 
     def __call__(self, examples: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        from textbox.data.tokenize import encode_within
-
         texts = self.tokenizer.batch_decode([list(example["input_ids"]) for example in examples],
                                             skip_special_tokens=True, clean_up_tokenization_spaces=False)
         noisy = [noise_text(text, rng, self.tokenizer.mask_token, self.mask_ratio, self.poisson_lambda,

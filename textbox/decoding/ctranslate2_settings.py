@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from textbox.decoding.generation_config import effective_config
+from textbox.decoding.lengths import new_token_bounds
 
 # Settings that change nothing in the output or are handled below.
 _MAPPED = {"max_new_tokens", "max_length", "min_new_tokens", "min_length", "num_beams", "length_penalty",
@@ -197,7 +198,6 @@ def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
     """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring) a batch
     whose decoder input is ``decoder_input_width`` wide (textbox.decoding.lengths: a decoder-only model's
     max_length and min_length count its left-padded prompt, so its call is made per batch)."""
-    from textbox.decoding.lengths import new_token_bounds
 
     sampling = bool(effective.do_sample)
     beams = 1 if sampling else (effective.num_beams or 1)

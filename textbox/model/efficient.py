@@ -16,6 +16,8 @@ from typing import Any
 
 from textbox.config.errors import TextBoxUserError
 from textbox.model.built_model import BuiltModel, EfficientRecord
+from textbox.model.quantization import of_config
+from textbox.utils.suggest import suggest
 
 # TextBox name -> (peft config class, TextBox's defaults, merged under --efficient_kwargs)
 PEFT_METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -35,7 +37,6 @@ _RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "inference_mod
 
 def method_problems(methods: list[str]) -> list[str]:
     """Unknown names (with a suggestion), repeats and combinations: one method per run."""
-    from textbox.utils.suggest import suggest
 
     problems = []
     for name in methods:
@@ -89,7 +90,6 @@ def apply_efficient_methods(config: Any, built: BuiltModel, logger: Any) -> Buil
             parameter.requires_grad_(True)
     logger.info(f"efficient tuning: {method}{' with the whole model unfrozen' if unfreeze else ''}; "
                 f"{trainable_summary(model)}")
-    from textbox.model.quantization import of_config
 
     record = EfficientRecord(method, unfreeze, _base_path(config.model_path), of_config(config))
     return dataclasses.replace(built, model=model, efficient=record)
@@ -130,8 +130,6 @@ def _peft(config: Any, model: Any, method: str, kwargs: dict[str, Any]) -> Any:
     fields = {field.name for field in dataclasses.fields(peft_class)} - _RESERVED
     unknown = sorted(set(kwargs) - fields)
     if unknown:
-        from textbox.utils.suggest import suggest
-
         raise TextBoxUserError(
             f"--efficient_kwargs: {unknown[0]!r} is not a setting of {method} (peft {class_name})"
             f"{suggest(unknown[0], fields)}; its settings: {', '.join(sorted(fields))}")

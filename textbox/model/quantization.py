@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from textbox.config.errors import TextBoxUserError
 from textbox.config.launcher import uses_deepspeed, uses_fsdp
 
 METHODS = ("none", "int8", "nf4", "fp4")
@@ -66,7 +68,6 @@ def recorded(path: str | Path | None) -> Quantization | None:
     record = Path(path).expanduser() / QUANTIZATION_RECORD
     if not record.is_file():
         return None
-    from textbox.config.errors import TextBoxUserError
 
     try:
         return Quantization(**json.loads(record.read_text(encoding="utf-8")))
@@ -127,7 +128,6 @@ def prepare_for_training(model: Any) -> Any:
 
 def _device() -> Any:
     """Where this process's quantised weights live: its CUDA device, or the CPU."""
-    import os
 
     import torch
 
@@ -165,7 +165,6 @@ def problems(values: Mapping[str, Any], given: Callable[[str], bool], where: Cal
                      f"are frozen integers); train an efficient method on top, e.g. --efficient_methods=['lora'] "
                      f"(QLoRA){' without --efficient_unfreeze_model' if values['efficient_unfreeze_model'] else ''}"
                      f", or drop --quantization")
-    import os
 
     for asked, name in ((uses_fsdp(os.environ), "FSDP"), (uses_deepspeed(os.environ), "DeepSpeed")):
         if asked:

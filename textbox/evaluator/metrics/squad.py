@@ -8,6 +8,7 @@ from statistics import mean
 from typing import Any, Mapping
 
 from textbox.evaluator.metrics.base import MetricInputs, MetricResult, textbox_details
+from textbox.evaluator.metrics.rouge import combine_references
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -44,7 +45,6 @@ def exact_match(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResul
 def qa(inputs: MetricInputs, options: Mapping[str, Any]) -> MetricResult:
     """TextBox 2.0's qa: em and f1 together, several references combined by multiref_strategy (max, or
     leave_one_out as CoQA's official script does)."""
-    from textbox.evaluator.metrics.rouge import combine_references
 
     strategy = options["multiref_strategy"]
     matches, overlaps = [], []
