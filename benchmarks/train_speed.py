@@ -66,10 +66,12 @@ def train_ours(config: Any, model: Any, tokenizer: Any, data: Any, work: Path) -
     from textbox.data import Seq2SeqCollator
     from textbox.config.launcher import agreed_launch
     from textbox.pipeline.processes import build_accelerator
+    from textbox.trainer.context import RunContext, TrainerContext
     from textbox.trainer.loop import Trainer
 
     clock = StepClock(model, Seq2SeqCollator(tokenizer.pad_token_id))
-    trainer = Trainer(config, build_accelerator(config, agreed_launch(config)), model, tokenizer, clock, work, logging.getLogger("ours"))
+    run = RunContext(config, build_accelerator(config, agreed_launch(config)), work, logging.getLogger("ours"))
+    trainer = Trainer(TrainerContext(run, model, tokenizer, clock))
     trainer.fit(data)
     return clock
 

@@ -16,7 +16,7 @@ from textbox.config import Config, ConfigError
 from textbox.config.loader import resolve_config
 from textbox.config.schema import SCHEMA
 from textbox.config.validate import typed_then_semantics
-from textbox.data import builtin as datasets
+from textbox.data import builtin as builtin_datasets
 from textbox.data import readers
 from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
@@ -53,7 +53,7 @@ def check_config(config: Config) -> None:
 def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
     decoding engine, generation settings."""
-    return [*models.problems(config), *datasets.problems(config), *readers.key_problems(config),
+    return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
             *schedules.problems(config)]
 

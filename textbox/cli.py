@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from textwrap import fill
 from typing import Callable, Mapping
 
+from textbox.checks import load_checked_config
 from textbox.config import Config, TextBoxError
 from textbox.config.layers import LAYER_ORDER
+from textbox.config.schema import describe
 
 USAGE = f"""usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
@@ -42,13 +45,9 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
             runner: Callable[[Config], object] | None = None) -> int:
     """Parse, validate (every problem at once, before anything is built or written), run."""
     if wants_help(argv):
-        from textbox.config.schema import describe
-
         print(USAGE + describe())
         return 0
     try:
-        from textbox.checks import load_checked_config  # after --help: help imports no registry
-
         config = load_checked_config(argv, overrides)
     except TextBoxError as error:
         error.shown_elsewhere = is_secondary_process()  # type: ignore[attr-defined]  # same on every process
@@ -62,8 +61,6 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
         _leave_process_group(error)
         return code
     except Exception as error:  # a bug, before the run directory exists (after, the pipeline gives a TextBoxError)
-        import traceback
-
         traceback.print_exc()  # its traceback is the only report there is
         _leave_process_group(error)
         return 1

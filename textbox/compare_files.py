@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from textbox.checks import load_checked_config
 from textbox.config.argv import parse_value
 from textbox.config.errors import DataError, TextBoxUserError
+from textbox.data.readers import read_lines, read_splits
+from textbox.evaluator.metrics.registry import compute_metrics, figure_goal
 from textbox.evaluator.score_files import run_command
 
 USAGE = """usage: python run_analysis.py --dataset=<name> [--key=value ...] output_a.txt [output_b.txt ...]
@@ -74,9 +77,6 @@ def compare(argv: Sequence[str]) -> Comparison:
     if missing:
         raise TextBoxUserError(f"output file {missing[0]} does not exist" if len(missing) == 1 else
                                f"output files {', '.join(missing)} do not exist")
-    from textbox.checks import load_checked_config
-    from textbox.data.readers import read_lines, read_splits
-    from textbox.evaluator.metrics.registry import compute_metrics, figure_goal
 
     config = load_checked_config(options)
     split = read_splits(config, ["test"], log=lambda message: print(message, file=sys.stderr))["test"]

@@ -17,6 +17,7 @@ from transformers import BartConfig, BartForConditionalGeneration
 from textbox.data.collate import Seq2SeqCollator
 from textbox.model.tokenizer import train_bpe_tokenizer
 from textbox.trainer import loop
+from textbox.trainer.context import RunContext, TrainerContext
 from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
 
 
@@ -49,8 +50,8 @@ def main(mode: str, out: Path, cache: Path) -> None:
     config = trainer_config(optimizer="sgd", learning_rate=1.0, skip_nan_batches=True, **batching)
     run_dir = out.parent / f"run-{mode}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = loop.Trainer(config, accelerator, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id), run_dir,
-                           logging.getLogger("textbox.tests"))
+    run = RunContext(config, accelerator, run_dir, logging.getLogger("textbox.tests"))
+    trainer = loop.Trainer(TrainerContext(run, model, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id)))
     assert trainer.fit(data, None).step == 1
     if accelerator.is_main_process:
         torch.save(dict(accelerator.unwrap_model(trainer.model).named_parameters()), out)

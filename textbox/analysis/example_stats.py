@@ -14,6 +14,7 @@ import numpy as np
 
 from textbox.config.errors import TextBoxUserError
 from textbox.evaluator.metrics import compute_metrics, figure_goal, metric_outputs
+from textbox.evaluator.metrics.sacrebleu_metrics import reference_streams, scorer
 from textbox.utils.suggest import suggest
 
 SACREBLEU_FIGURES = ("bleu", "chrf", "chrf++", "ter")
@@ -65,8 +66,6 @@ def example_statistics(figure: str, hypotheses: list[str], references: list[list
 
 def _sacrebleu_statistics(figure: str, hypotheses: list[str], references: list[list[str]],
                           options: Mapping[str, object], higher_is_better: bool) -> ExampleStatistics:
-    from textbox.evaluator.metrics.sacrebleu_metrics import reference_streams, scorer
-
     corpus_metric = scorer(figure, options)
     # Private sacrebleu API, but the one its significance module uses: one row of match counts per example.
     rows = np.array(corpus_metric._extract_corpus_statistics(hypotheses, reference_streams(references)),

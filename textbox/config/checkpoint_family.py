@@ -18,8 +18,8 @@ from textbox.config.families import (CAUSAL_HEADS, CAUSAL_LM, ENCODER_DECODER, E
 from textbox.config.schema import ConfigValue
 
 MODEL_CONFIG = "config.json"
-ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/efficient_checkpoint.py)
-BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/efficient_checkpoint.py)
+ADAPTER_CONFIG = "adapter_config.json"  # peft (textbox/model/adapter_files.py)
+BITFIT_CONFIG = "bitfit_config.json"  # BitFit (textbox/model/adapter_files.py)
 
 # The --model names of each kind (textbox.config.families): which names accept which checkpoints.
 SEQ2SEQ_FAMILIES = names_of(SEQ2SEQ)

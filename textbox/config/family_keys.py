@@ -22,8 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ItemsView, Mapping, Protocol
 
-from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER
-from textbox.config.schema import PROMPT_METHODS, ConfigValue
+import yaml
+
+from textbox.config.errors import ConfigError
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER, yaml_names
+from textbox.config.layers import CONFIG_DIR
+from textbox.config.schema import DEFAULTS, PROMPT_METHODS, ConfigValue
+from textbox.utils import yaml_numbers
 
 HONOURED = "honoured"
 
@@ -177,12 +182,6 @@ def situation(family: str, values: Mapping[str, ConfigValue]) -> str | None:
 
 def family_yaml_values(model: str) -> dict[str, ConfigValue]:
     """The values configs/model/<model>.yaml gives (empty when it has none or cannot be read)."""
-    import yaml
-
-    from textbox.config.layers import CONFIG_DIR
-    from textbox.utils import yaml_numbers
-
-    from textbox.config.families import yaml_names
 
     paths = [CONFIG_DIR / "model" / f"{name}.yaml" for name in yaml_names(model)]
     try:
@@ -197,7 +196,6 @@ def set_settings(values: Mapping[str, ConfigValue], sources: Mapping[str, str], 
     value = values[name]
     if sources.get(name, "default") == "default":
         return {}
-    from textbox.config.schema import DEFAULTS
 
     given = family_yaml_values(values["model"]).get(name)
     given = {**DEFAULTS[name], **(given if isinstance(given, dict) else {})}
@@ -212,7 +210,6 @@ def config_settings(config: SourcedConfig, name: str) -> dict[str, ConfigValue]:
 
 def is_set(values: Mapping[str, ConfigValue], sources: Mapping[str, str], name: str) -> bool:
     """Whether key ``name`` was asked for (see the module docstring)."""
-    from textbox.config.schema import DEFAULTS
 
     if isinstance(values[name], dict):
         return bool(set_settings(values, sources, name))
@@ -252,7 +249,6 @@ def problems(family: str, values: Mapping[str, ConfigValue], sources: Mapping[st
 
 def refuse_unhonoured(config: SourcedConfig, family: str, known_situation: str) -> None:
     """The builder's own check, once loading has shown its situation: a TextBoxUserError listing the refusals."""
-    from textbox.config.errors import ConfigError
 
     values = dict(config.items())
     sources = {key: config.source_of(key) for key in values}

@@ -13,13 +13,14 @@ from pathlib import Path
 import yaml
 
 from textbox.config.checkpoint_family import Detected, FamilyError, compatible, detect
+from textbox.config.families import FAMILIES
 from textbox.config.run_config import (DATA_NAMING, LAST_CHECKPOINT, RunLayer, checkpoint_layer, holds_run,
                                        is_run_directory, resume_layer, run_of_checkpoint)
 from textbox.config.schema import DEFAULTS, ConfigValue
-from textbox.config.textbox_translate import is_textbox_data_root
+from textbox.config.textbox2.translate import is_textbox_data_root
 from textbox.utils import yaml_numbers
 from textbox.utils.paths import missing_local_path
-from textbox.utils.suggest import where
+from textbox.utils.suggest import suggest, where
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = Path(os.environ.get("TEXTBOX_CONFIG_DIR", PROJECT_ROOT / "configs"))
@@ -203,8 +204,6 @@ def with_model_sections(layers: list[Layer], model: object, skip: dict[str, Conf
     """``layers`` with each one's ``per_model`` section for ``model`` right after it (same origin: a section of a
     --config_files file counts as typed like the file). ``skip``: a run's config.yaml, which holds its sections'
     effect already."""
-    from textbox.config.families import FAMILIES
-    from textbox.utils.suggest import suggest
 
     name = model.lower() if isinstance(model, str) else None
     expanded: list[Layer] = []

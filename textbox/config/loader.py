@@ -23,7 +23,7 @@ from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers
                                    with_model_sections)
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
-from textbox.config.textbox_translate import check_translations, translate_data_path, translate_layer
+from textbox.config.textbox2.translate import check_translations, translate_data_path, translate_layer
 from textbox.config.validate import typed_then_semantics
 from textbox.utils.suggest import suggest, where
 
@@ -205,7 +205,7 @@ def resolve_config(argv: Iterable[str] = (), overrides: Mapping[str, ConfigValue
     layers: list[Layer] = [overall, *named, *_family_files(config_dir, current("model"), current("dataset"), problems),
                            *upper]
     layers = with_model_sections(layers, current("model"), run.values if run else None, problems)
-    # TextBox 2.0's names become ours in every layer (textbox/config/textbox_names.py), each with a log line.
+    # TextBox 2.0's names become ours in every layer (textbox/config/textbox2/names.py), each with a log line.
     translation_checks: list = []
     layers = [(origin, layer if run is not None and layer is run.values else
                translate_layer(origin, layer, SCHEMA, problems, notes, translation_checks)) for origin, layer in layers]

@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 from textbox.config.argv import quoting_hint
 from textbox.config.launcher import launcher_problems
 from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
-from textbox.config.textbox_values import TEXTBOX_REFUSED_VALUES
+from textbox.config.textbox2.values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.suggest import where as where_set
 

@@ -76,8 +76,8 @@ def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray,
     alternate likewise, so that neighbours in the walk (and the ends of adjacent buckets) have similar lengths.
 
     A batch then covers a small block of lengths instead of a long run of target lengths at one source length:
-    wider buckets pay off when there are few examples per (source, target) length (pydoc at 2,048 tokens per
-    batch: 5.1% padding with width 1, 3.2% with width 3; multi30k: 1.4% either way)."""
+    wider buckets pay off when there are few examples per (source, target) length, and cost nothing when there
+    are many (docs/speedups.md, "Figures behind the code's choices")."""
     bucket = source_lengths // width
     target = np.where(bucket % 2 == 0, target_lengths, -target_lengths)
     source = np.where((bucket + target) % 2 == 0, source_lengths, -source_lengths)
@@ -298,7 +298,8 @@ class EvalExamples:
 
     def __getitems__(self, positions: list[int]) -> list[Example]:
         """A batch read at once (torch's DataLoader calls this when it exists): a ``datasets.Dataset`` slices its
-        table once for the batch instead of once per example (320 examples: ~1.4 ms where one read each took ~6)."""
+        table once for the batch instead of once per example, several times faster (docs/speedups.md, "Figures
+        behind the code's choices")."""
         examples = _read(self.data, [position % len(self.data) for position in positions])
         return [{**example, "index": position} if position < len(self.data) else
                 {**filler(example), "index": FILLER_INDEX} for position, example in zip(positions, examples)]

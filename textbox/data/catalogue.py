@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TypedDict
 
 from textbox.config.errors import DataError
+from textbox.data.tables import original_problems
+from textbox.utils import yaml_numbers
 from textbox.utils.atomic import atomic_directory
 
 FIELDS = ("repo", "file", "swap", "task", "licence", "original")
@@ -42,8 +44,6 @@ def entry_problems(entry: Mapping[str, Any], where: str) -> list[str]:
                 if field not in FIELDS]
     problems += [f"{where} needs {field!r}" for field in ("repo", "file") if not isinstance(entry.get(field), str)]
     if entry.get("original"):
-        from textbox.data.tables import original_problems
-
         problems += original_problems(entry["original"], where)
     return problems
 
@@ -135,7 +135,6 @@ def render_table(config_dir: str | Path) -> str:
     """docs/datasets.md's table: every catalogue entry under config_dir/dataset with its settings and source, the
     scoring and decoding it carries (TextBox 2.0's), the flags that give the field's standard figures instead, and
     what still differs from TextBox 2.0."""
-    from textbox.utils import yaml_numbers
 
     lines = ["| `--dataset` | task | hub source (TextBox 2.0's copy; the original) | settings | scoring and decoding "
              "(TextBox 2.0's) | the field's standard figures | licence | still differs from TextBox 2.0 |",

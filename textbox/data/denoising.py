@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from textbox.config.errors import TextBoxUserError
+from textbox.data.tokenize import encode_within
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -147,8 +148,6 @@ class DenoisingCollator:
         self.pad = pad
 
     def __call__(self, examples: Sequence[Example]) -> Batch:
-        from textbox.data.tokenize import encode_within
-
         texts = self.tokenizer.batch_decode([list(example["input_ids"]) for example in examples],
                                             skip_special_tokens=True, clean_up_tokenization_spaces=False)
         noisy = [noise_text(text, rng, self.tokenizer.mask_token, self.mask_ratio, self.poisson_lambda,

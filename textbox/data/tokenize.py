@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
-from textbox.config.languages import source_head
 from textbox.config.loader import Config
 from textbox.data.split import Split
+from textbox.tokens.languages import source_head
 from textbox.utils.atomic import atomic_directory
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
 
 def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequence[int] = ()) -> str:
     """A digest of everything the tokenised split depends on (only the first reference is tokenised); ``head``:
-    the ids every source starts with (textbox.config.languages.source_head)."""
+    the ids every source starts with (textbox.tokens.languages.source_head)."""
     recipe = {
         "layout": CACHE_LAYOUT_VERSION,
         "tokenizer": tokenizer_digest,
@@ -179,7 +179,7 @@ def encode_within(tokenizer: PreTrainedTokenizerBase, texts: list[str], limit: i
     text tokens beyond ``limit`` are dropped; with prompts the text is shortened and encoded again
     (``_encode_with_prompts``). ``target``: the texts are targets (``text_target=``; targets take no prompts).
     ``head``: ids put before every encoding, within ``limit`` and never cut (a Marian target language token,
-    textbox.config.languages.source_head).
+    textbox.tokens.languages.source_head).
     """
     if head:
         return [[*head, *ids] for ids in encode_within(tokenizer, texts, limit - len(head), truncate, limit_key,

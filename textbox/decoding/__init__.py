@@ -7,7 +7,8 @@ played for TextBox 2.0).
 - ctranslate2_engine.py (with ctranslate2_cache, ctranslate2_calls, ctranslate2_settings): the converted model,
   one call per shard, ``generate``'s settings mapped to the engine's arguments;
 - transformers_engine.py (with ngram_blocking): ``model.generate`` over length-sorted batches;
-- lengths.py and detokenize.py: what both engines share (generate's length bounds, ids to text in dataset order).
+- generation_config.py, lengths.py and detokenize.py: what both engines share (the settings ``generate`` would
+  use, its length bounds, ids to text in dataset order).
 
 Both engines give ``generate``'s outputs for the settings they run (tests/unit/decoding compares them token for
 token); speed and what was tried and retired: docs/speedups.md.

@@ -138,10 +138,10 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
 
 def _vocabulary_digest(tokenizer: Any) -> bytes:
     """sha256 of the vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges,
-    added tokens; ~2 ms where sorting get_vocab() into JSON took ~13 ms for 8,000 tokens), else get_vocab() as
-    sorted JSON. Kept per tokenizer while its length stays the same (adding tokens is how a vocabulary changes):
-    the key is computed before every decode, validation included, and hashing a 200 KB text each time cost as
-    much as hashing the weights of a small model."""
+    added tokens; several times faster than sorting get_vocab() into JSON), else get_vocab() as sorted JSON. Kept
+    per tokenizer while its length stays the same (adding tokens is how a vocabulary changes): the key is computed
+    before every decode, validation included, and hashing the vocabulary's text each time cost as much as hashing
+    the weights of a small model (docs/speedups.md, "Figures behind the code's choices")."""
     try:
         kept = _vocabularies.get(tokenizer)
     except TypeError:  # a tokenizer that cannot be weakly referenced
@@ -162,7 +162,8 @@ _vocabularies: weakref.WeakKeyDictionary[Any, tuple[int, bytes]] = weakref.WeakK
 def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
     """Each tensor's bytes hashed in place (no copy) with xxHash's XXH3-128: a cache key against accidental
     collisions, not an adversary, at memory speed (the weights are hashed before every decode, validation
-    included; sha256 took 0.45-0.7 s for a d=512 6+6 BART's 190 MB on this machine)."""
+    included, and sha256 of a mid-sized model took a sizeable part of a second: docs/speedups.md, "Figures behind
+    the code's choices")."""
     import xxhash
 
     digests, seen = [], {}  # tied weights (BART's three embeddings, half its weights) are hashed once

@@ -29,9 +29,9 @@ from accelerate.utils import gather_object
 from textbox.config import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import CTranslate2Failed, converted_model, decoder_start_token, plain_model
 from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait, failure_text
-from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
+from textbox.decoding.generation_config import effective_config
 
 _loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
 
@@ -256,8 +256,8 @@ def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer:
 # tokenizer once, then looked up in a dict.
 #
 # transformers' ``convert_ids_to_tokens`` / ``convert_tokens_to_ids`` run Python code per token (checks, an added-token
-# look-up, a call into the Rust tokenizer); the framework converts every source and every hypothesis (multi30k's 320
-# test sources, 4,995 tokens: 0.99 and 0.80 ms, against 0.11 and 0.08 ms from the map). The map asks the tokenizer
+# look-up, a call into the Rust tokenizer); the framework converts every source and every hypothesis, and the map
+# takes about a tenth of their time (docs/speedups.md, "Figures behind the code's choices"). The map asks the tokenizer
 # itself about any id or token it has not seen, so it gives exactly the tokenizer's answers; it is kept per
 # tokenizer while the tokenizer's length stays the same (adding tokens is how a vocabulary changes).
 class TokenMap:

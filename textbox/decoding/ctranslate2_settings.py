@@ -67,6 +67,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from textbox.decoding.generation_config import effective_config
+from textbox.decoding.lengths import new_token_bounds
+
 # Settings that change nothing in the output or are handled below.
 _MAPPED = {"max_new_tokens", "max_length", "min_new_tokens", "min_length", "num_beams", "length_penalty",
            "no_repeat_ngram_size", "repetition_penalty", "do_sample", "top_k", "top_p", "temperature",
@@ -175,15 +178,6 @@ def searches_exhaustively(effective: Any) -> bool:
     return effective.early_stopping == "never" or (effective.early_stopping in (None, False) and penalty <= 0)
 
 
-def effective_config(generation_config: Any, settings: dict[str, Any]) -> Any:
-    """The model's generation config with ``settings`` applied (what ``generate`` would use)."""
-    import copy
-
-    effective = copy.deepcopy(generation_config)
-    effective.update(**settings)
-    return effective
-
-
 def _as_list(value: Any) -> list[int]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -204,7 +198,6 @@ def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
     """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring) a batch
     whose decoder input is ``decoder_input_width`` wide (textbox.decoding.lengths: a decoder-only model's
     max_length and min_length count its left-padded prompt, so its call is made per batch)."""
-    from textbox.decoding.lengths import new_token_bounds
 
     sampling = bool(effective.do_sample)
     beams = 1 if sampling else (effective.num_beams or 1)

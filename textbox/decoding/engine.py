@@ -26,10 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from textbox.config import Config
+from textbox.config import Config, TextBoxUserError
 from textbox.config.families import CTRANSLATE2_GENERATOR_TYPES, CTRANSLATE2_TRANSLATOR_TYPES, FAMILIES
 from textbox.config.launcher import sharded_training
 from textbox.config.schema import PROMPT_METHODS
+from textbox.decoding.ctranslate2_settings import stopping_note, unsupported_settings
+from textbox.decoding.generation_config import effective_config
+from textbox.utils.logging import get_logger
 
 _CONVERTED_TYPES = (*CTRANSLATE2_TRANSLATOR_TYPES, *CTRANSLATE2_GENERATOR_TYPES)
 
@@ -73,8 +76,6 @@ class EngineChoices:
 
     def record(self, choice: EngineChoice) -> EngineChoice:
         if choice != self._logged:
-            from textbox.utils.logging import get_logger
-
             get_logger().info(f"decoding with {choice.name}: {choice.reason}")
             self._logged = choice
         return choice
@@ -119,8 +120,6 @@ def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
 
 
 def _static_refusals(values: Mapping[str, Any]) -> list[str]:
-    from textbox.decoding.ctranslate2_settings import unsupported_settings
-
     why = []
     model = str(values["model"]).lower()
     facts = FAMILIES.get(model)  # which --model names CTranslate2 cannot run: textbox.config.families
@@ -175,7 +174,6 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged as
     EngineChoices.record says. An explicit ctranslate2 that cannot apply is an error naming what stands in the
     way. ``tokenizer``, when given, is checked for the end token the converted model needs."""
-    from textbox.config import TextBoxUserError
 
     choices = choices if choices is not None else _process_choices
     if options.backend == "transformers":
@@ -219,7 +217,6 @@ def after_failure(why: str, description: str, options: DecodingOptions,
     """The engine once CTranslate2 failed on the model (``why``: its conversion, loading or a translation):
     transformers under auto, logged, and kept for this kind of decode for the rest of the run; an explicit
     ctranslate2 is an error naming why."""
-    from textbox.config import TextBoxUserError
 
     if options.backend == "ctranslate2":
         raise TextBoxUserError(f"--decoding_backend=ctranslate2: {why}; use --decoding_backend=auto (falls back to "
@@ -242,7 +239,6 @@ def after_failure(why: str, description: str, options: DecodingOptions,
 def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> tuple[str, str | None]:
     """("translator" | "generator", None) when CTranslate2 can decode ``model`` with ``settings`` (and the end
     token of ``tokenizer``, when given), else ("", why not)."""
-    from textbox.decoding.ctranslate2_settings import unsupported_settings
 
     inner, why = _plain_model(model)
     if why:
@@ -270,8 +266,6 @@ def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> 
 
 
 def _note(model: Any, settings: dict[str, Any]) -> str:
-    from textbox.decoding.ctranslate2_settings import effective_config, stopping_note
-
     inner, _ = _plain_model(model)
     return stopping_note(effective_config(inner.generation_config, settings))
 

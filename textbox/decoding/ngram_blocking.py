@@ -1,11 +1,11 @@
 """Repeated n-gram blocking that touches only the banned scores.
 
 transformers 5's NoRepeatNGramLogitsProcessor is vectorised (no Python loop per hypothesis), but at every step it
-builds a [hypotheses, vocabulary] mask and returns a masked copy of the scores: two full-size tensors per step.
-On this CPU that took 0.5-1 ms per step for 128 hypotheses x 8,000 tokens when the machine was otherwise idle and
-8 ms or more when other work kept it busy (fresh full-size tensors suffer most), next to 10-20 ms for a whole
-beam-search step of the default model. ``InPlaceNoRepeatNGram`` finds the same banned (hypothesis, token) pairs the
-same way and writes -inf into those entries only: 0.05 ms per step, outputs identical.
+builds a [hypotheses, vocabulary] mask and returns a masked copy of the scores: two full-size tensors per step, a
+sizeable part of a whole beam-search step on a CPU, more so when other work keeps the machine busy (fresh full-size
+tensors suffer most). ``InPlaceNoRepeatNGram`` finds the same banned (hypothesis, token) pairs the same way and
+writes -inf into those entries only: a small fraction of the time, outputs identical (the figures:
+docs/speedups.md, "Figures behind the code's choices").
 
 It must act exactly where transformers puts its own processor: processors that come after it in generate's list
 (forced end-of-sequence at the last step, forced first token, ...) may re-allow a token it bans, and running it

@@ -20,8 +20,8 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from textbox.config.families import is_decoder_only_model
-from textbox.decoding.ctranslate2_settings import effective_config
 from textbox.decoding.detokenize import BackgroundDetokenizer
+from textbox.decoding.generation_config import effective_config
 from textbox.decoding.lengths import new_token_bounds
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 

@@ -17,6 +17,7 @@ from textbox.data.split import Split
 from textbox.decoding.engine import DecodingOptions, EngineChoices, choose_engine
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.decoding.generate import generate_sequences, generation_settings
+from textbox.evaluator.metrics import compute_metrics
 from textbox.evaluator.metrics.perplexity import perplexity_of
 from textbox.evaluator.selection import needs_generation
 from textbox.model.loss import forward_token_losses
@@ -109,7 +110,6 @@ class Evaluator:
                                                                                       dict[str, Details]]:
         """The figures of config.metrics and how each was computed, computed once on the main process and shared,
         so that every process selects the same best."""
-        from textbox.evaluator.metrics import compute_metrics
 
         holder: list[tuple[dict[str, float], dict[str, Details]] | None] = [None]
         if self.accelerator.is_main_process:

@@ -16,6 +16,8 @@ from numbers import Real
 from typing import Any, Callable, Mapping
 
 from textbox.config import Config
+from textbox.config.families import FAMILIES
+from textbox.utils.suggest import suggest
 
 # Decoding modes transformers 5 moved to the Hugging Face hub: generate() downloads their code at run time
 # (trust_remote_code), which fails offline and runs unreviewed code online (ENVIRONMENT.md).
@@ -69,7 +71,6 @@ def problems(config: Config) -> list[str]:
 def _prompt_room_problems(config: Config) -> list[str]:
     """A decoder-only model's max_length counts its left-padded prompt (up to src_len + the separator): a
     max_length that a prompt can fill would stop generate with a ValueError at test time, after training."""
-    from textbox.config.families import FAMILIES
 
     family = FAMILIES.get(str(config["model"]).lower())
     longest_prompt = config["src_len"] + 1
@@ -99,8 +100,6 @@ def _known_keys() -> set[str]:
 
 
 def _rule_problems(kwargs: Mapping[str, object]) -> list[str]:
-    from textbox.utils.suggest import suggest
-
     known = _SETTLED_BY_OUR_RULES if _SETTLED_BY_OUR_RULES.issuperset(kwargs) else _known_keys()
     problems = []
     for key, value in kwargs.items():

@@ -2,10 +2,9 @@
 
 ``auto`` keeps transformers' default (SDPA) except for bf16 on a CPU: torch 2.13's CPU kernels for
 ``scaled_dot_product_attention`` run bf16 attention several times slower than the explicit matrix products and
-softmax of transformers' eager attention (forward + backward, 80 x 8 heads x 24 tokens x 64: flash 80.6 ms, math
-31.3 ms, eager 15.3 ms on one thread; float32 all within 25%), and at d=512 6+6 layers on multi30k a bf16
-training step was 1.34x faster with eager attention (docs/speedups.md). Models without a choice (the RNNs) keep
-theirs; textbox.config.family_keys refuses an explicit choice for them.
+softmax of transformers' eager attention (float32 runs alike on all of them), and a bf16 training step is faster
+with eager attention (docs/speedups.md, "Figures behind the code's choices"). Models without a choice (the RNNs)
+keep theirs; textbox.config.family_keys refuses an explicit choice for them.
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from textbox.config.errors import TextBoxUserError
 from textbox.config.launcher import run_mixed_precision
-from textbox.model.efficient_checkpoint import inner_model
+from textbox.model.adapter_files import inner_model
 
 if TYPE_CHECKING:
     from textbox.config import Config

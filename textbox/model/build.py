@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
-from textbox.config.languages import apply_languages
+from textbox.model.adapter_files import checkpoint_record
 from textbox.model.attention import chosen, set_attention
-from textbox.model.efficient_checkpoint import checkpoint_record
+from textbox.model.efficient import apply_efficient_methods
+from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 from textbox.model.lengths import fit_lengths
 from textbox.model.loading import set_generation_length
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
+from textbox.tokens.languages import apply_languages
 from textbox.utils.logging import get_logger
 from textbox.utils.suggest import suggest
 
@@ -79,8 +81,6 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
         config = config.replace(**languages)
         built = dataclasses.replace(built, fitting=dataclasses.replace(built.fitting, config=config))
     if config.efficient_methods:
-        from textbox.model.efficient import apply_efficient_methods
-
         built = apply_efficient_methods(config, built, log)
     used = of_config(config) if is_quantized(built.model) else None  # the keys, or the loaded checkpoint's record
     if used is not None:
@@ -88,8 +88,6 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
     if built.efficient is not None:  # saved beside the adapter, so that checkpoint_best reloads alike
         built = dataclasses.replace(built, efficient=dataclasses.replace(built.efficient, quantization=used))
     if config.gradient_checkpointing:
-        from textbox.model.memory import enable_gradient_checkpointing
-
         enable_gradient_checkpointing(built.model)
         log.info("gradient checkpointing: every layer's activations are recomputed in the backward pass "
                  "(non-reentrant)")

@@ -6,7 +6,7 @@ from separate encoder/decoder checkpoints (its new cross-attention must train). 
 never as attributes stuck on library objects. Builders fill ``model``, ``tokenizer`` and ``warm_started``;
 textbox.model.build.build_model adds ``efficient`` (from an efficient checkpoint it loaded, or the method it
 applied) and ``fitting`` (the lengths fitted to the model, textbox.model.lengths, and language codes a yaml gave in
-another tokenizer's spelling, textbox.config.languages). Nothing heavy is imported here.
+another tokenizer's spelling, textbox.tokens.languages). Nothing heavy is imported here.
 """
 from __future__ import annotations
 

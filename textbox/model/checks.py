@@ -6,13 +6,14 @@ Why a module of its own: the config package (below model/) cannot know the model
 """
 from __future__ import annotations
 
-from textbox.config import Config, languages
+from textbox.config import Config
 from textbox.config.families import FAMILIES, REFUSED_MODELS
 from textbox.config import family_keys as keys
 from textbox.model import quantization
+from textbox.model.adapter_files import is_efficient_checkpoint
 from textbox.model.efficient import method_problems
-from textbox.model.efficient_checkpoint import is_efficient_checkpoint
 from textbox.model.files import damaged_files
+from textbox.tokens import languages
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
 

@@ -2,7 +2,7 @@
 
 ``apply_efficient_methods`` wraps or freezes a built model and returns its record with the method
 (textbox.model.built_model.EfficientRecord), which tells saving what to write. What such a model's checkpoint holds,
-and how it loads again, is textbox.model.efficient_checkpoint's job.
+and how it loads again, is textbox.model.adapter_files's job.
 
 With ``efficient_unfreeze_model=True`` the whole model trains, and so is saved whole.
 
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from textbox.config.errors import TextBoxUserError
 from textbox.model.built_model import BuiltModel, EfficientRecord
+from textbox.model.quantization import of_config
+from textbox.utils.suggest import suggest
 
 if TYPE_CHECKING:
     import logging
@@ -34,7 +36,7 @@ PEFT_METHODS: dict[str, tuple[str, dict[str, object]]] = {
     "ia3": ("IA3Config", {}),
 }
 METHODS = (*PEFT_METHODS, "bitfit")
-# TextBox 2.0's methods with no counterpart (its 'p-tuning-v2' is prefix-tuning: textbox/config/textbox_names.py).
+# TextBox 2.0's methods with no counterpart (its 'p-tuning-v2' is prefix-tuning: textbox/config/textbox2/names.py).
 REFUSED_METHODS = {"adapter": "Houlsby adapters are not in peft (the library used here), and are not written by "
                               "hand: choose another method, e.g. ['lora'] or ['ia3']"}
 # Fields TextBox sets itself; the user's kwargs must not.
@@ -43,7 +45,6 @@ _RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "inference_mod
 
 def method_problems(methods: list[str]) -> list[str]:
     """Unknown names (with a suggestion), repeats and combinations: one method per run."""
-    from textbox.utils.suggest import suggest
 
     problems = []
     for name in methods:
@@ -97,7 +98,6 @@ def apply_efficient_methods(config: Config, built: BuiltModel, logger: logging.L
             parameter.requires_grad_(True)
     logger.info(f"efficient tuning: {method}{' with the whole model unfrozen' if unfreeze else ''}; "
                 f"{trainable_summary(model)}")
-    from textbox.model.quantization import of_config
 
     record = EfficientRecord(method, unfreeze, _base_path(config.model_path), of_config(config))
     return dataclasses.replace(built, model=model, efficient=record)
@@ -138,8 +138,6 @@ def _peft(config: Config, model: PreTrainedModel, method: str, kwargs: dict[str,
     fields = {field.name for field in dataclasses.fields(peft_class)} - _RESERVED
     unknown = sorted(set(kwargs) - fields)
     if unknown:
-        from textbox.utils.suggest import suggest
-
         raise TextBoxUserError(
             f"--efficient_kwargs: {unknown[0]!r} is not a setting of {method} (peft {class_name})"
             f"{suggest(unknown[0], fields)}; its settings: {', '.join(sorted(fields))}")

@@ -1,27 +1,29 @@
 """What the model builders share: clear errors for paths that cannot be loaded, config overrides that
 refuse typos, and token ids written where both training and ``generate`` read them. An efficient checkpoint
-(an adapter or BitFit biases, textbox.model.efficient_checkpoint) loads onto its base model here, whichever
+(an adapter or BitFit biases, textbox.model.adapter_files) loads onto its base model here, whichever
 builder asks, and ``load_saved_model`` reloads the Trainer's checkpoint_best."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import torch
-from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
+import transformers
+from transformers import (AutoConfig, AutoTokenizer, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase,
+                          PretrainedConfig)
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
+from transformers.tokenization_utils_base import INIT_TOKENIZER_DOCSTRING
 
 from textbox.config.errors import TextBoxUserError
-from textbox.model.efficient_checkpoint import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
-                                                inner_model, is_efficient_checkpoint)
+from textbox.model.adapter_files import (GENERATION_CONFIG, attach_trained_parameters, base_model_path,
+                                         inner_model, is_efficient_checkpoint)
+from textbox.model.files import damaged_files as unreadable
+from textbox.model.quantization import Quantization, load_settings, prepare_for_training, recorded
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
-    from textbox.model.quantization import Quantization
 
 Loaded = TypeVar("Loaded")
 
@@ -43,8 +45,6 @@ def from_pretrained(load: Callable[..., Loaded], model_path: str, *, named_by: s
                                    f"save_pretrained, e.g. a run's saved/<run>/checkpoint_best")
         loaded = load(model_path, **kwargs)
         if kwargs.get("quantization_config") is not None:
-            from textbox.model.quantization import prepare_for_training
-
             loaded = prepare_for_training(loaded)  # every base weight frozen: a method trains on top
         return loaded
     except TextBoxUserError:
@@ -91,8 +91,6 @@ def _load_efficient(load: Callable[..., Loaded], path: str | Path, **kwargs: Any
             return load(str(directory), **kwargs)
         return from_pretrained(load, base_model_path(directory), **kwargs)
     if _loads_model(load) and "quantization_config" not in kwargs:  # a builder always says; others reload as saved
-        from textbox.model.quantization import load_settings, recorded
-
         kwargs = {**kwargs, **load_settings(recorded(directory))}
     loaded = from_pretrained(load, base_model_path(directory), **kwargs)
     if not isinstance(loaded, torch.nn.Module):
@@ -102,9 +100,6 @@ def _load_efficient(load: Callable[..., Loaded], path: str | Path, **kwargs: Any
 
 def _unknown_model_type(directory: Path) -> str | None:
     """The model_type of ``directory``'s config.json when transformers has no class for it (else None)."""
-    import json
-
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     try:
         model_type = json.loads((directory / "config.json").read_text(encoding="utf-8-sig")).get("model_type")
@@ -116,14 +111,11 @@ def _unknown_model_type(directory: Path) -> str | None:
 
 def _registered_model_types() -> set[str]:
     """Types registered at run time (AutoConfig.register: the RNN checkpoints)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return set(getattr(CONFIG_MAPPING, "_extra_content", {}))
 
 
 def _transformers_version() -> str:
-    import transformers
-
     return transformers.__version__
 
 
@@ -133,15 +125,12 @@ def _loads_model(load: Callable[..., object]) -> bool:
 
 
 def _loads_tokenizer(load: Callable[..., object]) -> bool:
-    from transformers import AutoTokenizer, PreTrainedTokenizerBase
-
     owner = getattr(load, "__self__", None)
     return isinstance(owner, type) and issubclass(owner, (AutoTokenizer, PreTrainedTokenizerBase))
 
 
 def load_saved_model(path: str | Path, like: PreTrainedModel) -> PreTrainedModel:
     """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
-    from transformers import GenerationConfig
 
     base_class = type(inner_model(like))
     # through the shared loader: a damaged file is named (exit 2), never a traceback
@@ -165,7 +154,6 @@ def _safetensor_error() -> type[Exception]:
 
 def damaged_files(directory: Path) -> list[str]:
     """textbox.model.files' findings (JSON, safetensors), plus pickled weights (.bin) that torch cannot read."""
-    from textbox.model.files import damaged_files as unreadable
 
     found = unreadable(directory)
     # weights only: other pickles (a checkpoint_last's optimizer or RNG states) are no model files
@@ -193,7 +181,6 @@ def load_model(auto_class: Any, model_path: str, model_config: PretrainedConfig,
     ``quantization`` (textbox.model.quantization.of_config) loads them quantised and frozen."""
     if from_scratch:  # an Auto class builds from a config with from_config, a model class by its constructor
         return getattr(auto_class, "from_config", auto_class)(model_config)
-    from textbox.model.quantization import load_settings
 
     settings = {"quantization_config": None, **load_settings(quantization)}  # None: not the checkpoint's record
     return from_pretrained(auto_class.from_pretrained, model_path, config=model_config, **settings)
@@ -209,7 +196,6 @@ def load_tokenizer(model_path: str, settings: Mapping[str, Any], named_by: str =
     """``AutoTokenizer.from_pretrained(model_path, **--tokenizer_kwargs)``; a setting the tokenizer does not take
     (transformers would keep it and do nothing with it) is an error naming it. A tokenizer alone (--tokenizer_path)
     needs no model config.json."""
-    from transformers import AutoTokenizer
 
     tokenizer = from_pretrained(AutoTokenizer.from_pretrained, model_path, named_by=named_by,
                                 needs_config=named_by == "--model_path", **settings)
@@ -233,7 +219,6 @@ def _read_from_kwargs(cls: type) -> set[str]:
     """The tokenizer settings transformers reads from ``**kwargs`` rather than naming them as parameters
     (``additional_special_tokens``, ``model_max_length``, ``padding_side``, ...): those its tokenizer docstring
     documents and those the ``__init__`` of ``cls`` and its bases take by name from kwargs."""
-    from transformers.tokenization_utils_base import INIT_TOKENIZER_DOCSTRING
 
     names = set(re.findall(r"^\s+(\w+) \(", INIT_TOKENIZER_DOCSTRING, flags=re.MULTILINE))
     for base in cls.__mro__:

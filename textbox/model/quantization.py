@@ -9,7 +9,7 @@ What is decided where:
 - the builders pass ``load_settings`` to ``from_pretrained`` (textbox.model.loading), which prepares a quantised
   model for training (peft's ``prepare_model_for_kbit_training``: every base weight frozen);
 - checkpoint_best holds the adapter and ``QUANTIZATION_RECORD``, the settings that quantise its base again
-  (textbox.model.efficient_checkpoint writes it); a checkpoint that holds one is reloaded quantised the same way
+  (textbox.model.adapter_files writes it); a checkpoint that holds one is reloaded quantised the same way
   unless --quantization is given (``requested``).
 
 Nothing heavy is imported at module level: config validation calls ``problems``.
@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from textbox.config.errors import TextBoxUserError
 from textbox.config.launcher import uses_deepspeed, uses_fsdp
 
 if TYPE_CHECKING:
@@ -72,7 +74,6 @@ def recorded(path: str | Path | None) -> Quantization | None:
     record = Path(path).expanduser() / QUANTIZATION_RECORD
     if not record.is_file():
         return None
-    from textbox.config.errors import TextBoxUserError
 
     try:
         return Quantization(**json.loads(record.read_text(encoding="utf-8")))
@@ -133,7 +134,6 @@ def prepare_for_training(model: Any) -> Any:
 
 def _device() -> torch.device | str:
     """Where this process's quantised weights live: its CUDA device, or the CPU."""
-    import os
 
     import torch
 
@@ -171,7 +171,6 @@ def problems(values: Mapping[str, Any], given: Callable[[str], bool], where: Cal
                      f"are frozen integers); train an efficient method on top, e.g. --efficient_methods=['lora'] "
                      f"(QLoRA){' without --efficient_unfreeze_model' if values['efficient_unfreeze_model'] else ''}"
                      f", or drop --quantization")
-    import os
 
     for asked, name in ((uses_fsdp(os.environ), "FSDP"), (uses_deepspeed(os.environ), "DeepSpeed")):
         if asked:

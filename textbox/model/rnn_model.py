@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from textbox.model.loss import shifted_right
@@ -148,7 +148,6 @@ class RNNSeq2SeqModel(PreTrainedModel, GenerationMixin):
 
 def register_auto_classes() -> None:
     """Make AutoConfig / AutoModelForSeq2SeqLM load ``textbox_rnn`` checkpoints. Idempotent."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
     AutoConfig.register(RNNSeq2SeqConfig.model_type, RNNSeq2SeqConfig, exist_ok=True)
     AutoModelForSeq2SeqLM.register(RNNSeq2SeqConfig, RNNSeq2SeqModel, exist_ok=True)

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from textbox.config import Config, DataError
 from textbox.data.readers import read_lines
-from textbox.config.languages import source_head
 from textbox.data.tokenize import encode_within
 from textbox.evaluator.evaluator import Evaluator
 from textbox.decoding.generate import all_sequences_path
-from textbox.pipeline.context import RunContext
+from textbox.tokens.languages import source_head
+from textbox.trainer.context import RunContext
 from textbox.utils.atomic import write_text_atomic
 
 if TYPE_CHECKING:

@@ -35,7 +35,6 @@ from textbox.decoding.generate import write_generations
 from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
-from textbox.pipeline.context import RunContext
 from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
@@ -44,6 +43,7 @@ from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run
                                       plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
 from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir
+from textbox.trainer.context import RunContext, TrainerContext
 from textbox.trainer.disks import copy_to_other_disks, disk_layout
 from textbox.trainer.loop import Trainer
 from textbox.utils.atomic import restore_interrupted
@@ -167,8 +167,7 @@ def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
     log_model_size(run.config, built.model, run.logger)
     trained = Trained(built.model)
     if run.config.do_train:
-        trainer = Trainer(run.config, run.accelerator, built.model, built.tokenizer, evaluator.collator, run.run_dir,
-                          run.logger, built.efficient)
+        trainer = Trainer(TrainerContext(run, built.model, built.tokenizer, evaluator.collator, built.efficient))
         trained = fit(run, trainer, built, evaluator, on_validation)
     evaluated = evaluate(run, built, evaluator, trained)
     fitted = {"fitted_lengths": built.fitted_lengths} if built.fitted_lengths else {}

@@ -10,8 +10,8 @@ from typing import Any
 
 from textbox.config import RunInterrupted, TextBoxError
 from textbox.data.split import Split
-from textbox.pipeline.context import RunContext
 from textbox.pipeline.run_dir import FAILED_MARKER, clear_failed_mark, mark_failed
+from textbox.trainer.context import RunContext
 from textbox.trainer.records import finite_or_null
 from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import log_file_path, log_to_file

@@ -10,7 +10,7 @@ import torch
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.selection import selection_score
-from textbox.pipeline.context import RunContext
+from textbox.trainer.context import RunContext
 from textbox.trainer.hooks import Validation, ValidationHook
 from textbox.utils.atomic import write_text_atomic
 

@@ -9,15 +9,20 @@ training starts, and nothing on disk is touched.
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
 from accelerate import Accelerator
+from accelerate.utils import DistributedType
+from accelerate.utils import load  # accelerate's own torch.load (weights_only, numpy's RNG state allowed)
 
 from textbox.config import TextBoxUserError
 from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
-from textbox.model.efficient_checkpoint import save_model_files
+from textbox.model.adapter_files import save_model_files
 from textbox.model.built_model import EfficientRecord
+from textbox.model.files import safetensors_problem
+from textbox.model.quantization import is_quantized
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
@@ -79,7 +84,6 @@ def resume_files(accelerator: Accelerator) -> list[str]:
 
 def resume_model_files(accelerator: Any) -> list[str]:
     """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
-    from accelerate.utils import DistributedType
 
     if accelerator.distributed_type == DistributedType.DEEPSPEED:
         return []  # the engine's own checkpoint directory; accelerate's load_state names what is missing
@@ -92,9 +96,6 @@ def check_resume_files(accelerator: Accelerator, path: Path) -> None:
     """Before anything of the run is touched (its project.log included): every file of checkpoint_last is there
     and whole. Cheap: the small files are read, the large ones only checked for a complete container (the
     safetensors header and byte ranges; torch's zip directory, which sits at the end of the file)."""
-    import zipfile
-
-    from textbox.model.files import safetensors_problem
 
     path = Path(path)
     for name in resume_files(accelerator):
@@ -136,7 +137,6 @@ def _model_loading(accelerator: Accelerator, path: Path, model: Any) -> dict[str
     quantisation constants of its frozen weights (absmax, quant_map, ...), which its load_state_dict does not take
     back (the base is loaded quantised from --model_path again, identical): those keys are left to the strict=False
     load once the file is known to hold nothing else and every trained parameter."""
-    from textbox.model.quantization import is_quantized
 
     if model is None or not is_quantized(accelerator.unwrap_model(model)):
         return {}
@@ -156,8 +156,6 @@ def _model_loading(accelerator: Accelerator, path: Path, model: Any) -> dict[str
 
 
 def _torch_load(path: Path, weights_only: bool = True) -> Any:
-    from accelerate.utils import load  # accelerate's own torch.load (weights_only, numpy's RNG state allowed)
-
     return load(path, map_location="cpu", weights_only=weights_only)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textbox.config import TextBoxUserError
+from textbox.utils.atomic import atomic_directory, write_text_atomic
 from textbox.utils.paths import existing_ancestor
 
 _MARKER = ".textbox-disk-check-{token}"
@@ -86,8 +87,6 @@ def copy_to_other_disks(accelerator: Any, path: Path) -> None:
     if _layout is None or _layout.shared:
         return
     from accelerate.utils import broadcast_object_list
-
-    from textbox.utils.atomic import atomic_directory, write_text_atomic
 
     path = Path(path)
     files = None

@@ -4,20 +4,18 @@ lives in a TrainState; the Config is never mutated."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
-from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from textbox.config import Config, RunInterrupted, TextBoxError
+from textbox.config import RunInterrupted, TextBoxError
 from textbox.model.loss import forward_token_losses, target_tokens
-from textbox.model.built_model import EfficientRecord
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
+from textbox.trainer.context import TrainerContext
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
 from textbox.trainer.loaders import accumulation_windows, train_loader
@@ -29,29 +27,40 @@ from textbox.utils.compile_time import compilation_seconds
 from textbox.utils.labels import IGNORE_INDEX
 
 
+class _Plan(NamedTuple):
+    """What one fit trains with: the train loader, the prepared optimiser and schedule, and its length."""
+
+    loader: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    total_steps: int
+    epochs: int
+
+
 class Trainer:
     """Trains one model under accelerate and keeps checkpoint_best of the chosen validation figures.
 
     It accumulates gradients itself (config.accumulation_steps), so the Accelerator must not also do it."""
 
-    def __init__(self, config: Config, accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any,
-                 collator: Any, run_dir: Path, logger: logging.Logger, efficient: EfficientRecord | None = None):
-        if accelerator.gradient_accumulation_steps != 1:
+    def __init__(self, context: TrainerContext):
+        run = context.run
+        if run.accelerator.gradient_accumulation_steps != 1:
             raise ValueError("build the Accelerator without gradient_accumulation_steps: the Trainer accumulates "
                              "config.accumulation_steps batches itself")
-        self.config = config
-        self.accelerator = accelerator
-        self.model = model
-        self.tokenizer = tokenizer
-        self.efficient = efficient  # the model's efficient method (BuiltModel.efficient): what checkpoints hold
-        self.collator = collator
-        self.run_dir = Path(run_dir)
-        self.logger = logger
+        self.run = run
+        self.config = run.config
+        self.accelerator = run.accelerator
+        self.model = context.model
+        self.tokenizer = context.tokenizer
+        self.efficient = context.efficient  # the model's efficient method (BuiltModel.efficient): what checkpoints hold
+        self.collator = context.collator
+        self.run_dir = Path(run.run_dir)
+        self.logger = run.logger
         self.state = TrainState()
         self.best_dir = self.run_dir / checkpoint.BEST
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
-        self._train_forward: Any = model
+        self._train_forward: Any = context.model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
         self._validation: ValidationHook | None = None
 
@@ -59,9 +68,31 @@ class Trainer:
     def fit(self, train_data: Any, validation: ValidationHook | None = None) -> TrainState:
         """Train to max_steps (or epochs), validating through ``validation`` as valid_strategy/valid_steps say, and
         once more at the end; without it, checkpoint_best is the final model."""
-        config, accelerator = self.config, self.accelerator
         self._validation = validation
         self._reuse_freed_memory()
+        plan = self._prepare(train_data)
+        window = ThroughputWindow()
+        progress = tqdm(total=plan.total_steps, initial=self.state.step, desc="train",
+                        disable=not self.accelerator.is_local_main_process)
+        self.model.train()
+        with stop_on_signals() as stop_request, explain_ddp_errors():
+            self._train_epochs(plan, window, progress, stop_request)
+            if self.state.validated_step != self.state.step:
+                self._validate()  # the final model always competes for checkpoint_best
+            if self.config.average_checkpoints > 1 and validation is not None and \
+                    self.state.averaged.get("at_step") != self.state.step:
+                self._validate_average()  # so does the mean of the last checkpoints
+        progress.close()
+        if validation is not None and self.state.best_score is None and self.state.validations:
+            self._best_is_final_model()
+        elif validation is None or not self.best_dir.exists():
+            checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
+        self._save_resume_state()  # the final state, for the record
+        return self.state
+
+    def _prepare(self, train_data: Any) -> _Plan:
+        """The train loader, the step counts, the prepared model, optimiser and schedule, and the resumed state."""
+        config, accelerator = self.config, self.accelerator
         loader = train_loader(config, accelerator, train_data, self.collator, self.logger.info)
         steps_per_epoch = math.ceil(len(loader) / config.accumulation_steps)
         total_steps = config.max_steps or config.epochs * steps_per_epoch
@@ -74,53 +105,49 @@ class Trainer:
         self.logger.info(f"training: {len(train_data)} examples, {epochs} epoch(s), {steps_per_epoch} optimiser "
                          f"steps per epoch, {total_steps} steps in all, {accelerator.num_processes} process(es)"
                          + (f"; resuming at step {self.state.step}" if self.state.step else ""))
+        return _Plan(loader, optimizer, scheduler, total_steps, epochs)
 
-        window = ThroughputWindow()
-        progress = tqdm(total=total_steps, initial=self.state.step, desc="train",
-                        disable=not accelerator.is_local_main_process)
-        stop = self.state.step >= total_steps
-        self.model.train()
-        with stop_on_signals() as stop_request, explain_ddp_errors():
-            for epoch in range(self.state.epoch, epochs):
-                if stop:
-                    break
-                loader.set_epoch(epoch)
-                batches = loader
-                if self.state.batches_in_epoch:
-                    batches = accelerator.skip_first_batches(loader, self.state.batches_in_epoch)
-                for batch_window in accumulation_windows(batches, config.accumulation_steps):
-                    compiling_before = compilation_seconds() if config.compile else 0.0
-                    window.add(*self._train_step(batch_window, optimizer, scheduler))
-                    if config.compile:
-                        self._note_compilation(compilation_seconds() - compiling_before, window)
-                    self.state.batches_in_epoch += len(batch_window)
-                    self.state.step += 1
-                    progress.update(1)
-                    if self.state.step % config.logging_steps == 0 or self.state.step == total_steps:
-                        self._log_train(window, scheduler, total_steps, epoch)
-                    if config.valid_strategy == "step" and self.state.step % config.valid_steps == 0:
-                        stop = self._validate()
-                    self._stop_if_signalled(stop_request)
-                    if stop or self.state.step >= total_steps:
-                        break
-                if self.state.batches_in_epoch == len(loader):  # the epoch ran to its end
-                    self.state.epoch, self.state.batches_in_epoch = epoch + 1, 0
-                    if not stop and config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
-                        stop = self._validate()
-                    self._stop_if_signalled(stop_request)
-                stop = stop or self.state.step >= total_steps
-            if self.state.validated_step != self.state.step:
-                self._validate()  # the final model always competes for checkpoint_best
-            if config.average_checkpoints > 1 and validation is not None and \
-                    self.state.averaged.get("at_step") != self.state.step:
-                self._validate_average()  # so does the mean of the last checkpoints
-        progress.close()
-        if validation is not None and self.state.best_score is None and self.state.validations:
-            self._best_is_final_model()
-        elif validation is None or not self.best_dir.exists():
-            checkpoint.save_model(accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
-        self._save_resume_state()  # the final state, for the record
-        return self.state
+    def _train_epochs(self, plan: _Plan, window: ThroughputWindow, progress: Any, stop_request: StopRequest) -> None:
+        """Epoch after epoch (from where a resume left off) to the last step, or until a validation stops early;
+        epoch-wise validation after each epoch that ran to its end."""
+        config = self.config
+        stop = self.state.step >= plan.total_steps
+        for epoch in range(self.state.epoch, plan.epochs):
+            if stop:
+                break
+            stop = self._train_epoch(plan, epoch, window, progress, stop_request)
+            if self.state.batches_in_epoch == len(plan.loader):  # the epoch ran to its end
+                self.state.epoch, self.state.batches_in_epoch = epoch + 1, 0
+                if not stop and config.valid_strategy == "epoch" and self.state.epoch % config.valid_steps == 0:
+                    stop = self._validate()
+                self._stop_if_signalled(stop_request)
+            stop = stop or self.state.step >= plan.total_steps
+
+    def _train_epoch(self, plan: _Plan, epoch: int, window: ThroughputWindow, progress: Any,
+                     stop_request: StopRequest) -> bool:
+        """One epoch's optimiser steps (skipping the batches a resume already trained), logging and step-wise
+        validation between them; whether a validation asked to stop early."""
+        config, stop = self.config, False
+        plan.loader.set_epoch(epoch)
+        batches = plan.loader
+        if self.state.batches_in_epoch:
+            batches = self.accelerator.skip_first_batches(plan.loader, self.state.batches_in_epoch)
+        for batch_window in accumulation_windows(batches, config.accumulation_steps):
+            compiling_before = compilation_seconds() if config.compile else 0.0
+            window.add(*self._train_step(batch_window, plan.optimizer, plan.scheduler))
+            if config.compile:
+                self._note_compilation(compilation_seconds() - compiling_before, window)
+            self.state.batches_in_epoch += len(batch_window)
+            self.state.step += 1
+            progress.update(1)
+            if self.state.step % config.logging_steps == 0 or self.state.step == plan.total_steps:
+                self._log_train(window, plan.scheduler, plan.total_steps, epoch)
+            if config.valid_strategy == "step" and self.state.step % config.valid_steps == 0:
+                stop = self._validate()
+            self._stop_if_signalled(stop_request)
+            if stop or self.state.step >= plan.total_steps:
+                break
+        return stop
 
     def _reuse_freed_memory(self) -> None:
         """--cpu_memory_reuse on a CPU device: freed memory stays in the process for the next step

@@ -7,6 +7,7 @@ import math
 import torch
 
 from textbox.config import Config, TextBoxUserError
+from textbox.trainer import schedules
 from textbox.utils.suggest import suggest
 
 _ALIASES = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "adafactor": "Adafactor", "adagrad": "Adagrad",
@@ -73,7 +74,6 @@ def warmup_steps(config: Config, total_steps: int) -> int:
 def build_scheduler(config: Config, optimizer: torch.optim.Optimizer,
                     total_steps: int) -> torch.optim.lr_scheduler.LRScheduler:
     """The --scheduler schedule (textbox.trainer.schedules), with warm-up from warmup_steps or warmup_ratio."""
-    from textbox.trainer import schedules
 
     return schedules.build(config.scheduler, optimizer, warmup_steps(config, total_steps), total_steps,
                            config.scheduler_kwargs, config.learning_rate)

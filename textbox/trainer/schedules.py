@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Mapping
 
+from textbox.utils.suggest import suggest
+
 # --scheduler -> transformers' schedule name ('constant' keeps its warm-up: transformers' constant_with_warmup)
 TRANSFORMERS_SCHEDULES = {
     "constant": "constant_with_warmup", "constant_with_warmup": "constant_with_warmup", "linear": "linear",
@@ -51,8 +53,6 @@ def problems(config: Mapping[str, Any]) -> list[str]:
     if name in REFUSED:
         return [f"{where('scheduler')}={config['scheduler']!r} is not provided: {REFUSED[name]}"]
     if name not in TRANSFORMERS_SCHEDULES and name not in TORCH_SCHEDULES:
-        from textbox.utils.suggest import suggest
-
         return [f"{where('scheduler')}: unknown schedule {config['scheduler']!r}{suggest(name, names())}; available: "
                 f"{', '.join(names())}"]
     found = []
@@ -74,8 +74,6 @@ def problems(config: Mapping[str, Any]) -> list[str]:
         accepted = _settings_of(name)
         unknown = sorted(set(settings) - accepted)
         if unknown:
-            from textbox.utils.suggest import suggest
-
             found.append(f"{where('scheduler_kwargs')}: {unknown[0]!r} is not a setting of the {name} schedule"
                          f"{suggest(unknown[0], accepted)}; its settings: {', '.join(sorted(accepted)) or 'none'} "
                          f"(warm-up is warmup_steps / warmup_ratio, the length the run's steps)")

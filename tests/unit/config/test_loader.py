@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -117,14 +115,14 @@ def test_cli_exit_code_2_and_nothing_written(tmp_path: Path, capsys, monkeypatch
     assert not (tmp_path / "saved").exists()
 
 
-def test_help_lists_every_key_without_importing_torch():
-    script = ("import sys, run_textbox; code = run_textbox.main(['--help']); "
-              "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH'); sys.exit(code)")
-    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith("NO-TORCH")
+def test_help_lists_every_key(capsys):
+    """(That --help imports no torch: tests/unit/test_light_imports.py.)"""
+    import run_textbox
+
+    assert run_textbox.main(["--help"]) == 0
+    out = capsys.readouterr().out
     for name in SCHEMA:
-        assert f"--{name}:" in done.stdout
+        assert f"--{name}:" in out
 
 
 # configs/accelerate/ holds accelerate's launcher files, checked by tests/unit/config/test_launcher.py

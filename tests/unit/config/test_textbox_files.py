@@ -11,8 +11,8 @@ from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.argv import parse_argv
 from textbox.config.loader import resolve_config
-from textbox.config.textbox_names import TEXTBOX_NAMES
-from textbox.config.textbox_translate import render_table
+from textbox.config.textbox2.names import TEXTBOX_NAMES
+from textbox.config.textbox2.translate import render_table
 from textbox.utils import yaml_numbers
 
 TEXTBOX2 = PROJECT_ROOT / "tests" / "fixtures" / "textbox2"

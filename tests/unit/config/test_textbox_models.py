@@ -86,6 +86,6 @@ def test_textbox_methods_and_fields_without_counterpart_are_refused(argv, pointe
 
 def test_the_docs_page_lists_every_model_row():
     from tests.conftest import PROJECT_ROOT
-    from textbox.config.textbox_translate import render_models
+    from textbox.config.textbox2.translate import render_models
 
     assert render_models() in (PROJECT_ROOT / "docs" / "textbox_names.md").read_text()

@@ -11,9 +11,9 @@ from transformers import AutoModelForSeq2SeqLM
 from textbox.config import TextBoxUserError
 from textbox.config.checkpoint_family import ADAPTER_CONFIG, BITFIT_CONFIG
 from textbox.model import hf_seq2seq
+from textbox.model.adapter_files import save_model_files
 from textbox.model.build import build_model
 from textbox.model.efficient import apply_efficient_methods
-from textbox.model.efficient_checkpoint import save_model_files
 from textbox.model.loading import load_saved_model
 from textbox.model.built_model import BuiltModel, EfficientRecord
 from textbox.model.loss import forward_token_losses

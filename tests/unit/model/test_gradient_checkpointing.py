@@ -14,7 +14,7 @@ from transformers import (BartConfig, BartForConditionalGeneration, BertConfig, 
 from textbox.config import TextBoxUserError
 from textbox.model.build import build_model
 from textbox.model.loss import forward_token_losses
-from textbox.model.memory import enable_gradient_checkpointing
+from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 from textbox.model.rnn_config import RNNSeq2SeqConfig
 from textbox.model.rnn_model import RNNSeq2SeqModel
 

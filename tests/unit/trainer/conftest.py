@@ -80,14 +80,16 @@ def make_accelerator() -> Callable[..., Any]:
 def make_trainer(tmp_path, tokenizer, tiny_model, make_accelerator) -> Callable[..., Any]:
     """make_trainer(mixed_precision=..., model=..., **config_changes) -> Trainer writing under tmp_path/run."""
     from textbox.data.collate import Seq2SeqCollator
+    from textbox.trainer.context import RunContext, TrainerContext
     from textbox.trainer.loop import Trainer
 
     def make(mixed_precision: str = "no", model: torch.nn.Module | None = None, **changes: Any) -> Trainer:
         run_dir = tmp_path / "run"
         run_dir.mkdir(exist_ok=True)
         config = trainer_config(mixed_precision=mixed_precision, **changes)
-        return Trainer(config, make_accelerator(mixed_precision=mixed_precision), model or tiny_model(), tokenizer,
-                       Seq2SeqCollator(tokenizer.pad_token_id), run_dir, logging.getLogger("textbox.tests"))
+        run = RunContext(config, make_accelerator(mixed_precision=mixed_precision), run_dir,
+                         logging.getLogger("textbox.tests"))
+        return Trainer(TrainerContext(run, model or tiny_model(), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id)))
 
     return make
 
@@ -111,7 +113,7 @@ def validation(valid_set) -> Callable[..., Any]:
     """validation(trainer, on_validation=None): the pipeline's hook, validating on valid_set with an Evaluator
     of the trainer's config, accelerator, tokenizer and collator."""
     from textbox.evaluator.evaluator import Evaluator
-    from textbox.pipeline.context import RunContext
+    from textbox.trainer.context import RunContext
     from textbox.pipeline.validation import RunValidation
 
     def make(trainer: Any, on_validation: Callable[[int, dict[str, float]], None] | None = None) -> Any:

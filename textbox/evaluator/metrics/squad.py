@@ -7,6 +7,7 @@ from collections import Counter
 from statistics import mean
 
 from textbox.evaluator.metrics.base import MetricInputs, MetricOptions, MetricResult, textbox_details
+from textbox.evaluator.metrics.rouge import combine_references
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -43,7 +44,6 @@ def exact_match(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
 def qa(inputs: MetricInputs, options: MetricOptions) -> MetricResult:
     """TextBox 2.0's qa: em and f1 together, several references combined by multiref_strategy (max, or
     leave_one_out as CoQA's official script does)."""
-    from textbox.evaluator.metrics.rouge import combine_references
 
     strategy = options["multiref_strategy"]
     matches, overlaps = [], []

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from typing import Any, Callable, Iterator
 
 import ray
+from ray._private.services import canonicalize_bootstrap_address_or_die
 
 from textbox.config import TextBoxUserError
 from textbox.studies.common.study_engine import StudyEngine
@@ -49,10 +51,6 @@ def _check_answers(address: str) -> None:
     """ray.init waits without end where nothing answers at a cluster's address (measured: still waiting after 10
     minutes on a closed port); one TCP connection first bounds the wait. 'auto' is the address of the cluster
     `ray start` left on this machine (ConnectionError when there is none)."""
-    import socket
-
-    from ray._private.services import canonicalize_bootstrap_address_or_die
-
     target = address.removeprefix("ray://")
     if target == "auto":
         target = canonicalize_bootstrap_address_or_die("auto")

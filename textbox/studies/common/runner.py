@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from textbox.checks import load_checked_config
 from textbox.config import Config, RunInterrupted, TextBoxError
+from textbox.config.launcher import worker_gpu_ids
+from textbox.utils.logging import silenced_console
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -52,7 +54,6 @@ def execute(overrides: dict[str, object], runner: Runner, on_validation: OnValid
     The run writes nothing to the console (its project.log has it all): the study prints a line per run.
     ``on_validation`` (Ray Tune's per-validation report) is handed to the runner only when given.
     """
-    from textbox.utils.logging import silenced_console
 
     hooks = {} if on_validation is None else {"on_validation": on_validation}
     started = time.perf_counter()
@@ -116,7 +117,6 @@ _worker_gpu_id: str | None = None  # this worker process's share of --gpu_id (No
 def _device_shares(gpu_id: object, workers: int, context: BaseContext) -> Queue[str] | None:
     """A queue holding one share of the gpu_id list per worker (None without gpu_id); a list too short to give
     every worker its own device(s) is refused before any run starts."""
-    from textbox.config.launcher import worker_gpu_ids
 
     shares = worker_gpu_ids(gpu_id, workers)
     if shares is None:

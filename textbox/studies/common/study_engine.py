@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from textbox.config.errors import ConfigError, TextBoxUserError
+from textbox.config.launcher import worker_gpu_ids
 from textbox.config.schema import Key
 
 RESOURCES = ("cpu", "gpu")
@@ -39,8 +40,6 @@ def check_study_engine(options: dict[str, Any], run_keys: dict[str, Any]) -> Stu
     name, address, resources = options["engine"], options["ray_address"], options["trial_resources"]
     problems = _launcher_problems(os.environ)
     if name == "local":
-        from textbox.config.launcher import worker_gpu_ids  # each local worker needs its own device(s)
-
         try:
             worker_gpu_ids(run_keys.get("gpu_id"), options.get("workers", 1))
         except TextBoxUserError as error:

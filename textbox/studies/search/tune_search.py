@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ray import tune
+from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search import Searcher
 from ray.tune.search.hyperopt import HyperOptSearch
 
@@ -174,7 +175,5 @@ def _scheduler(early_stop: str) -> ASHAScheduler | None:
     and reduction factor (4). max_t only bounds the rungs (1, 4, 16, ...): a trial still ends where its run ends."""
     if early_stop == "none":
         return None
-    from ray.tune.schedulers import ASHAScheduler
-
     return ASHAScheduler(time_attr=VALIDATIONS, metric=LOSS, mode="min", max_t=4**10, grace_period=1,
                          reduction_factor=4)

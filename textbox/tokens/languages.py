@@ -2,8 +2,9 @@
 model is set to them (``apply_languages``).
 
 The facts data/ (encoding sources and targets) and model/ (the language token generation starts with) both need,
-kept here because they are siblings that never import each other (as textbox.config.families). Standard library
-only: the tokenizer and the model are read through the attributes transformers gives them, never imported.
+kept in textbox.tokens, the layer between them and config, because they are siblings that never import each
+other. Standard library only: the tokenizer and the model are read through the attributes transformers gives
+them, never imported.
 
 How transformers' tokenizers and models use the languages:
 - mBART-50, M2M100 and NLLB tokenizers write ``src_code text </s>`` for a source and ``tgt_code text </s>`` for a

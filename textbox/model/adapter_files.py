@@ -17,6 +17,7 @@ from typing import Any
 from textbox.config.checkpoint_family import ADAPTER_CONFIG, BITFIT_CONFIG  # written by peft / by _save_bitfit
 from textbox.config.errors import TextBoxUserError
 from textbox.model.built_model import EfficientRecord
+from textbox.model.quantization import recorded
 
 BITFIT_WEIGHTS = "bitfit_model.safetensors"  # BITFIT_CONFIG: {"method", "base_model_name_or_path", "parameters"}
 BASE_SUBDIR = "base_model"  # the trained base of a prompt method with efficient_unfreeze_model=True
@@ -120,7 +121,6 @@ def checkpoint_record(path: str | Path | None) -> EfficientRecord | None:
     if (directory / ADAPTER_CONFIG).is_file():
         peft_type = json.loads((directory / ADAPTER_CONFIG).read_text(encoding="utf-8")).get("peft_type")
         method = PEFT_TYPES.get(str(peft_type), "adapter")
-    from textbox.model.quantization import recorded
 
     return EfficientRecord(method, (directory / BASE_SUBDIR).is_dir(), base_model_path(directory),
                            recorded(directory))

@@ -1,4 +1,4 @@
-"""TextBox 2.0's spellings of our own keys' values and dict entries (the rest of its names: textbox_names.py).
+"""TextBox 2.0's spellings of our own keys' values and dict entries (the rest of its names: names.py).
 
 Standard library only.
 """

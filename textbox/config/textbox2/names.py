@@ -12,7 +12,7 @@ whose meaning differs, value by value), and ``translate(value)`` says what it be
 - ``check``: a question on the merged configuration, for options that matter only when something else is chosen
   (``bleu_type`` when bleu is computed): None when it is fine, else the refusal.
 
-textbox/config/textbox_translate.py applies the table to a layer (each translation a line of the run's log) and
+textbox/config/textbox2/translate.py applies the table to a layer (each translation a line of the run's log) and
 renders it for docs/textbox_names.md. Standard library only.
 """
 from __future__ import annotations

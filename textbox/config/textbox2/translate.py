@@ -1,4 +1,4 @@
-"""Applying TextBox 2.0's names (textbox/config/textbox_names.py) to a layer of the configuration, and the table.
+"""Applying TextBox 2.0's names (textbox/config/textbox2/names.py) to a layer of the configuration, and the table.
 
 Why a module of its own: the table is data; reading a layer through it (notes, refusals, checks that wait for the
 merged configuration) is one small job the loader calls. Standard library only.
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from textbox.config.families import FAMILIES, REFUSED_MODELS
-from textbox.config.textbox_names import TEXTBOX_NAMES, Check
-from textbox.config.textbox_values import TEXTBOX_ENTRIES, TEXTBOX_REFUSED_VALUES, TEXTBOX_VALUES
+from textbox.config.textbox2.names import TEXTBOX_NAMES, Check
+from textbox.config.textbox2.values import TEXTBOX_ENTRIES, TEXTBOX_REFUSED_VALUES, TEXTBOX_VALUES
 
 
 def translate_layer(origin: str, layer: Mapping[str, Any], ours: Mapping[str, Any], problems: list[str],

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from textbox.config.errors import TextBoxUserError
-from textbox.model.efficient_checkpoint import inner_model
+from textbox.model.adapter_files import inner_model
 
 CHECKPOINT_SETTINGS = {"use_reentrant": False}
 
