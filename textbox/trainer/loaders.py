@@ -3,7 +3,7 @@ the order depends only on the seed and the epoch, so that a resumed run sees the
 and every example trains once per epoch on any number of processes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, TypeVar
 
 import torch
 from accelerate import Accelerator
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     import datasets
 
 Batch = TypeVar("Batch")
-# A collator (textbox.data.collate): examples as read from the dataset -> the padded batch's tensors.
-Collator = Callable[[Sequence[dict[str, object]]], dict[str, torch.Tensor]]
+# A collator (textbox.data.collate): the batch's examples as read from the dataset -> the padded batch's tensors.
+Collator = Callable[[list[dict[str, object]]], dict[str, torch.Tensor]]
 
 
 class EpochBatches(Protocol):
