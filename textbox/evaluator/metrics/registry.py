@@ -137,9 +137,10 @@ def option_problems(names: Sequence[str], options: Options,
         if settings[key] < 1:
             problems.append(f"{where(key)} must be at least 1, got {settings[key]}")
     for name in sorted(selected & set(_METRICS)):
-        if _METRICS[name].resources is not None:
+        resources = _METRICS[name].resources
+        if resources is not None:
             module = importlib.import_module(f"{__package__}.{_METRICS[name].module}")
-            missing = getattr(module, _METRICS[name].resources)(settings)
+            missing = getattr(module, resources)(settings)
             if missing:
                 problems.append(f"{where('metrics')}: {missing}")
     if "bleu" in selected:
