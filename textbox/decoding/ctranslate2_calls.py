@@ -15,10 +15,21 @@ into calls (``_by_prompt_length``):
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, TypeVar, cast
 
 from textbox.decoding.ctranslate2_cache import CTranslate2Failed
 from textbox.decoding.ctranslate2_settings import Ctranslate2Call, ctranslate2_call, rerank_cut_hypotheses
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import ctranslate2
+    from transformers import GenerationConfig, PreTrainedTokenizerBase
+
+    Engine: TypeAlias = ctranslate2.Translator | ctranslate2.Generator
+    # One example's result of a call: a handle to wait on when the call was asynchronous
+    EngineResult: TypeAlias = (ctranslate2.TranslationResult | ctranslate2.GenerationResult
+                               | ctranslate2.AsyncTranslationResult | ctranslate2.AsyncGenerationResult)
 
 Result = TypeVar("Result")
 
@@ -38,7 +49,7 @@ class _Found(NamedTuple):
     scores: list[float]  # only where the hypotheses are ranked again (rerank_cut); empty otherwise
 
 
-def _found(result: Any, with_scores: bool) -> _Found:
+def _found(result: ctranslate2.TranslationResult | ctranslate2.GenerationResult, with_scores: bool) -> _Found:
     """A TranslationResult's hypotheses or a GenerationResult's sequences (and their scores)."""
     return _Found(getattr(result, "hypotheses", None) or result.sequences,
                   list(result.scores) if with_scores else [])
@@ -47,8 +58,8 @@ def _found(result: Any, with_scores: bool) -> _Found:
 class BatchDecoder:
     """Decodes examples with the calls ``generate``'s settings map to for the batches they came in."""
 
-    def __init__(self, engine: Any, kind: str, effective: Any, tokenizer: Any, prefix: list[str] | None,
-                 vocabulary_size: int):
+    def __init__(self, engine: Engine, kind: str, effective: GenerationConfig, tokenizer: PreTrainedTokenizerBase,
+                 prefix: list[str] | None, vocabulary_size: int):
         self.engine, self.kind, self.effective, self.prefix = engine, kind, effective, prefix
         self.vocabulary_size = vocabulary_size
         end = effective.eos_token_id
@@ -85,12 +96,12 @@ class BatchDecoder:
     def _start(self, sources: list[list[str]], call: Ctranslate2Call, max_batch_size: int) -> Wait:
         arguments = {**call.arguments, "end_token": self.end_tokens, "max_batch_size": max_batch_size}
 
-        def run(some: list[list[str]], **overrides: Any) -> list[Any]:
+        def run(some: list[list[str]], **overrides: int | float | bool) -> list[EngineResult]:
             if self.kind == "translator":
                 return self.engine.translate_batch(some, target_prefix=[self.prefix] * len(some) if self.prefix
                                                    else None, **{**arguments, **overrides})
             return _by_prompt_length(some, lambda part: self.engine.generate_batch(part, **{**arguments, **overrides}),
-                                     every_length=arguments["beam_size"] > 1)
+                                     every_length=call.arguments["beam_size"] > 1)
 
         pending = engine_call(lambda: run(sources, asynchronous=True))
 
@@ -102,9 +113,9 @@ class BatchDecoder:
                 if len(found) - reported == max_batch_size or len(found) == len(pending):  # an engine batch's worth
                     done(len(found) - reported)
                     reported = len(found)
-            if call.stops_when_ended is not None:
-                engine_call(lambda: _complete_cut_searches(found, sources, run, self.end_tokens[0],
-                                                           call.stops_when_ended))
+            stops_when_ended = call.stops_when_ended
+            if stops_when_ended is not None:
+                engine_call(lambda: _complete_cut_searches(found, sources, run, self.end_tokens[0], stops_when_ended))
             return [self._pick(call, each) for each in found]
         return wait
 
@@ -135,7 +146,8 @@ def failure_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {message.splitlines()[0]}" if message else type(error).__name__
 
 
-def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: bool) -> list[Any]:
+def _by_prompt_length(prompts: list[list[str]], generate: Callable[[list[list[str]]], Iterable[EngineResult]],
+                      every_length: bool) -> list[EngineResult]:
     """``generate`` on groups of ``prompts`` (see the module docstring), results in the order of ``prompts``: each
     prompt length apart (``every_length``, beam search), or the single-token prompts apart from the others."""
     groups: dict[int, list[int]] = {}
@@ -143,15 +155,15 @@ def _by_prompt_length(prompts: list[list[str]], generate: Any, every_length: boo
         groups.setdefault(len(prompt) if every_length else min(len(prompt), 2), []).append(number)
     if len(groups) == 1:
         return list(generate(prompts))
-    results: list[Any] = [None] * len(prompts)
+    results: list[EngineResult | None] = [None] * len(prompts)
     for group in groups.values():
         for number, result in zip(group, generate([prompts[number] for number in group])):
             results[number] = result
-    return results
+    return cast("list[EngineResult]", results)  # the groups share out every prompt: each place is filled
 
 
-def _complete_cut_searches(found: list[_Found], sources: list[list[str]], decode: Any, end_token: str,
-                           beams: int) -> None:
+def _complete_cut_searches(found: list[_Found], sources: list[list[str]], decode: Callable[..., list[EngineResult]],
+                           end_token: str, beams: int) -> None:
     """Under early_stopping=True with a forced end token, a search that reached the length bound returns only its
     ``beams`` best hypotheses (CTranslate2 allows no more at patience 1), which may hide how many had ended: the
     examples concerned are decoded again with patience 2, whose search is the same up to the bound (fewer than

@@ -21,7 +21,7 @@ import contextlib
 import sys
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import torch
 from accelerate.utils import gather_object
@@ -33,10 +33,23 @@ from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 from textbox.decoding.generation_config import effective_config
 
-_loaded: dict[tuple, Any] = {}  # the last loaded Translator/Generator, reused across calls on the same weights
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+    from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+    from textbox.decoding.ctranslate2_cache import DecodedModel
+    from textbox.decoding.ctranslate2_calls import Engine
+
+Key = TypeVar("Key")
+Value = TypeVar("Value")
+Item = TypeVar("Item")
+# The last loaded Translator/Generator, reused across calls on the same weights: (directory, kind, device, device
+# index, compute type, workers, threads per worker) -> the engine
+_loaded: dict[tuple[str, str, str, int, str, int, int], Engine] = {}
 
 
-def compute_type(options: DecodingOptions, accelerator: Any) -> str:
+def compute_type(options: DecodingOptions, accelerator: Accelerator) -> str:
     """--decoding_precision as CTranslate2's compute_type; auto follows --mixed_precision."""
     import ctranslate2
 
@@ -53,7 +66,7 @@ def compute_type(options: DecodingOptions, accelerator: Any) -> str:
     return precision
 
 
-def _device(accelerator: Any) -> tuple[str, int]:
+def _device(accelerator: Accelerator) -> tuple[str, int]:
     device = accelerator.device
     return ("cuda", device.index or 0) if device.type == "cuda" else ("cpu", 0)
 
@@ -80,7 +93,7 @@ def shares_torch_openmp() -> bool:
 
 
 def load_engine(path: Path, kind: str, device: str, device_index: int, compute: str, threads: int,
-                sampling: bool = False) -> Any:
+                sampling: bool = False) -> Engine:
     """The Translator/Generator, kept for the next call on the same weights.
 
     Sampling loads anew every time: its workers seed their random generators when they start, and they must
@@ -98,8 +111,9 @@ def load_engine(path: Path, kind: str, device: str, device_index: int, compute: 
     return _loaded[key]
 
 
-def prepare_engine(accelerator: Any, model: Any, tokenizer: Any, choice: EngineChoice,
-                   options: DecodingOptions, seed: int | None = None, validation: bool = False) -> tuple[Any, Path]:
+def prepare_engine(accelerator: Accelerator, model: DecodedModel, tokenizer: PreTrainedTokenizerBase,
+                   choice: EngineChoice, options: DecodingOptions, seed: int | None = None,
+                   validation: bool = False) -> tuple[Engine, Path]:
     """(the loaded Translator/Generator for ``model``, its directory): converted once (main process first, the
     others then find it in the cache). A conversion or a load that fails raises CTranslate2Failed."""
     compute = compute_type(options, accelerator)
@@ -148,7 +162,8 @@ def _torch_threads_kept() -> Iterator[None]:
 
 @_torch_threads_kept()
 @torch.no_grad()
-def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
+def ctranslate2_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
+                          loader: DataLoader, settings: Mapping[str, object],
                           description: str, choice: EngineChoice, options: DecodingOptions) -> list[list[str]]:
     """generate_sequences on CTranslate2: every process decodes its shard; all return, in dataset order, each
     example's num_return_sequences texts (best first, as ``generate`` returns them). A conversion, load or
@@ -164,11 +179,13 @@ def ctranslate2_sequences(accelerator: Any, model: Any, tokenizer: Any, loader: 
     failures = [failed for _, _, failed in shards if failed is not None]
     if failures:
         raise CTranslate2Failed(failures[0])
+    # the loader's dataset (the Evaluator's EvalExamples) has a length; torch's Dataset annotation declares none
     return in_dataset_order([(shard_indices, shard_texts) for shard_indices, shard_texts, _ in shards],
-                            len(loader.dataset))
+                            len(loader.dataset))  # type: ignore[arg-type]
 
 
-def _decoded_shard(accelerator: Any, model: Any, tokenizer: Any, loader: Any, settings: dict[str, Any],
+def _decoded_shard(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
+                   loader: DataLoader, settings: Mapping[str, object],
                    description: str, choice: EngineChoice, options: DecodingOptions) -> tuple[list[int], list[str]]:
     """(the dataset index of every example of this process's shard, their texts: num_return_sequences each)."""
     from tqdm.auto import tqdm
@@ -218,7 +235,7 @@ def _tokens(tokens: TokenMap, ids: torch.Tensor, mask: torch.Tensor) -> list[lis
     return _split(flat, mask.sum(dim=1).tolist())
 
 
-def _split(flat: list[Any], lengths: list[int]) -> list[list[Any]]:
+def _split(flat: list[Item], lengths: list[int]) -> list[list[Item]]:
     """``flat`` cut into consecutive rows of ``lengths``."""
     rows, start = [], 0
     for length in lengths:
@@ -236,18 +253,21 @@ def _same_run(batch_size: int, run_size: int) -> bool:
     return batch_size <= run_size
 
 
-def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer: Any) -> list[str] | None:
+def _target_prefix(path: Path, kind: str, effective: GenerationConfig, model: PreTrainedModel,
+                   tokenizer: PreTrainedTokenizerBase) -> list[str] | None:
     """What a Translator's every target starts with: the forced first token (forced_bos_token_id), after the
     decoder start token where the converted model leaves that to the caller (see decoder_start_token)."""
     if kind != "translator":
         return None
-    prefix = []
+    # transformers annotates convert_ids_to_tokens / convert_tokens_to_ids without overloads (one id or token -> one
+    # token or id, a list -> a list): each call here passes one id.
+    prefix: list[str] = []
     if decoder_start_token(path) is None:
         start = effective.decoder_start_token_id
-        prefix.append(tokenizer.convert_ids_to_tokens(start if start is not None else
+        prefix.append(tokenizer.convert_ids_to_tokens(start if start is not None else  # type: ignore[arg-type]
                                                       model.config.decoder_start_token_id))
     if effective.forced_bos_token_id is not None:
-        prefix.append(tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id))
+        prefix.append(tokenizer.convert_ids_to_tokens(effective.forced_bos_token_id))  # type: ignore[arg-type]
     return prefix or None
 
 
@@ -263,7 +283,7 @@ def _target_prefix(path: Path, kind: str, effective: Any, model: Any, tokenizer:
 class TokenMap:
     """A tokenizer's id <-> token conversions, memoised."""
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase):
         self.tokenizer = tokenizer
         self.size = len(tokenizer)
         self._tokens: dict[int, str] = {}
@@ -271,14 +291,15 @@ class TokenMap:
 
     def tokens(self, ids: Sequence[int]) -> list[str]:
         """What ``tokenizer.convert_ids_to_tokens(ids)`` returns."""
-        return _looked_up(self._tokens, ids, self.tokenizer.convert_ids_to_tokens)
+        return _looked_up(self._tokens, ids, self.tokenizer.convert_ids_to_tokens)  # type: ignore[arg-type]  # a list
 
     def ids(self, tokens: Sequence[str]) -> list[int]:
         """What ``tokenizer.convert_tokens_to_ids(tokens)`` returns."""
-        return _looked_up(self._ids, tokens, self.tokenizer.convert_tokens_to_ids)
+        return _looked_up(self._ids, tokens, self.tokenizer.convert_tokens_to_ids)  # type: ignore[arg-type]  # a list
 
 
-def _looked_up(known: dict[Any, Any], keys: Sequence[Any], convert: Callable[[list[Any]], list[Any]]) -> list[Any]:
+def _looked_up(known: dict[Key, Value], keys: Sequence[Key],
+               convert: Callable[[list[Key]], list[Value]]) -> list[Value]:
     """``keys`` looked up in ``known``; the ones not there yet converted in one call and remembered first."""
     try:
         return [known[key] for key in keys]
@@ -288,10 +309,10 @@ def _looked_up(known: dict[Any, Any], keys: Sequence[Any], convert: Callable[[li
         return [known[key] for key in keys]
 
 
-_maps: weakref.WeakKeyDictionary[Any, TokenMap] = weakref.WeakKeyDictionary()
+_maps: weakref.WeakKeyDictionary[PreTrainedTokenizerBase, TokenMap] = weakref.WeakKeyDictionary()
 
 
-def token_map(tokenizer: Any) -> TokenMap:
+def token_map(tokenizer: PreTrainedTokenizerBase) -> TokenMap:
     """The tokenizer's map, made anew when tokens were added since (or the tokenizer cannot be weakly referenced)."""
     try:
         found = _maps.get(tokenizer)

@@ -65,7 +65,10 @@ Nothing heavy is imported at module level: config validation calls ``unsupported
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 from textbox.decoding.generation_config import effective_config
 from textbox.decoding.lengths import new_token_bounds
@@ -82,13 +85,13 @@ _BOOKKEEPING = {"transformers_version", "_from_model_config", "return_dict_in_ge
                 "output_logits", "output_attentions", "output_hidden_states", "is_assistant"}
 
 
-def unsupported_settings(settings: dict[str, Any], generation_config: Any = None, decoder_start: int | None = None,
-                         decoder_only: bool | None = None) -> list[str]:
+def unsupported_settings(settings: Mapping[str, object], generation_config: GenerationConfig | None = None,
+                         decoder_start: int | None = None, decoder_only: bool | None = None) -> list[str]:
     """What in ``settings`` (over the model's ``generation_config``, when given) CTranslate2 cannot do alike;
     ``decoder_only``: whether the model is a decoder-only LM (None: not known yet, at config time)."""
     problems = [f"{name}={settings[name]!r} has no CTranslate2 equal" for name in sorted(settings)
                 if name not in _MAPPED and name not in _BOOKKEEPING]
-    merged = dict(settings)
+    merged: dict[str, Any] = dict(settings)  # generate's keyword arguments: each of its own type
     if generation_config is not None:
         effective = effective_config(generation_config, {k: v for k, v in settings.items() if k in _MAPPED})
         merged = effective.to_diff_dict()
@@ -135,7 +138,7 @@ def unsupported_settings(settings: dict[str, Any], generation_config: Any = None
     return problems
 
 
-def _beam_search_problems(merged: dict[str, Any], settings: dict[str, Any], beams: int) -> list[str]:
+def _beam_search_problems(merged: dict[str, Any], settings: Mapping[str, object], beams: int) -> list[str]:
     """Beam-search settings whose search CTranslate2 cannot reproduce (see the module docstring)."""
     problems = []
     penalty = merged.get("length_penalty")
@@ -158,7 +161,7 @@ def _beam_search_problems(merged: dict[str, Any], settings: dict[str, Any], beam
     return problems
 
 
-def stopping_note(effective: Any) -> str:
+def stopping_note(effective: GenerationConfig) -> str:
     """What a user who left early_stopping unset should know when CTranslate2 runs the beam search ('' if
     nothing): it stops as early_stopping=True does."""
     beams = effective.num_beams or 1
@@ -170,7 +173,7 @@ def stopping_note(effective: Any) -> str:
     return ""
 
 
-def searches_exhaustively(effective: Any) -> bool:
+def searches_exhaustively(effective: GenerationConfig) -> bool:
     """Whether generate's beam search runs until no running beam can win (early_stopping='never', or False/unset
     (None in transformers 5) with length_penalty <= 0, whose heuristic bound is then exact) rather than until
     num_beams hypotheses ended."""
@@ -178,7 +181,7 @@ def searches_exhaustively(effective: Any) -> bool:
     return effective.early_stopping == "never" or (effective.early_stopping in (None, False) and penalty <= 0)
 
 
-def _as_list(value: Any) -> list[int]:
+def _as_list(value: int | list[int] | tuple[int, ...]) -> list[int]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
@@ -186,14 +189,14 @@ def _as_list(value: Any) -> list[int]:
 class Ctranslate2Call:
     """What one translate_batch / generate_batch call needs for a generation config."""
 
-    arguments: dict[str, Any]  # keyword arguments of translate_batch / generate_batch
+    arguments: dict[str, int | float | bool]  # keyword arguments of translate_batch / generate_batch
     per_example: int  # hypotheses kept per example (num_return_sequences)
     rerank_cut: bool  # rank hypotheses cut at the length bound as transformers does under forced_eos_token_id
     stops_when_ended: int | None = None  # early_stopping=True: the search ends once this many hypotheses ended
     copies: int = 1  # each returned hypothesis stands for this many (sampling from one token: all are the same)
 
 
-def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
+def ctranslate2_call(effective: GenerationConfig, kind: str, decoder_input_width: int = 1,
                      vocabulary_size: int | None = None) -> Ctranslate2Call:
     """The CTranslate2 call that decodes as ``generate`` does with ``effective`` (see the module docstring) a batch
     whose decoder input is ``decoder_input_width`` wide (textbox.decoding.lengths: a decoder-only model's
@@ -207,7 +210,7 @@ def ctranslate2_call(effective: Any, kind: str, decoder_input_width: int = 1,
     max_new = max(1, max_new)
     hypotheses = effective.num_return_sequences or 1
     penalty = float(effective.length_penalty if effective.length_penalty is not None else 1.0)
-    arguments: dict[str, Any] = {
+    arguments: dict[str, int | float | bool] = {
         "beam_size": beams,
         "num_hypotheses": hypotheses,
         "length_penalty": penalty,

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def one_line(text: str) -> str:
@@ -25,7 +28,7 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def detokenized(tokenizer: Any, rows: Sequence[Sequence[int]]) -> list[str]:
+def detokenized(tokenizer: PreTrainedTokenizerBase, rows: list[list[int]]) -> list[str]:
     """Each row of ids as one line of text, special tokens (padding among them) left out: what
     ``tokenizer.batch_decode(rows, skip_special_tokens=True)`` returns."""
     decode_batch = _rust_decode_batch(tokenizer)
@@ -33,7 +36,7 @@ def detokenized(tokenizer: Any, rows: Sequence[Sequence[int]]) -> list[str]:
     return [one_line(text) for text in texts]
 
 
-def _rust_decode_batch(tokenizer: Any) -> Callable[[Sequence[Sequence[int]]], list[str]] | None:
+def _rust_decode_batch(tokenizer: PreTrainedTokenizerBase) -> Callable[[Sequence[Sequence[int]]], list[str]] | None:
     """The Rust tokenizer's own ``decode_batch``, where ``batch_decode`` would only call it row by row: a fast
     tokenizer whose class keeps transformers' batch_decode, decode and _decode, with clean_up_tokenization_spaces
     off. transformers then checks every id of every row twice in Python (to_py_obj) and calls the Rust decoder
@@ -80,7 +83,7 @@ class BackgroundDetokenizer:
     thread generates.
     """
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase):
         self.tokenizer = tokenizer
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="detokenize")
         self._pending: list[tuple[list[int], Future[list[str]]]] = []

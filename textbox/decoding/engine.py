@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import CTRANSLATE2_GENERATOR_TYPES, CTRANSLATE2_TRANSLATOR_TYPES, FAMILIES
@@ -33,6 +33,11 @@ from textbox.config.schema import PROMPT_METHODS
 from textbox.decoding.ctranslate2_settings import stopping_note, unsupported_settings
 from textbox.decoding.generation_config import effective_config
 from textbox.utils.logging import get_logger
+
+if TYPE_CHECKING:  # types only: this module imports nothing heavy
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from textbox.decoding.ctranslate2_cache import DecodedModel
 
 _CONVERTED_TYPES = (*CTRANSLATE2_TRANSLATOR_TYPES, *CTRANSLATE2_GENERATOR_TYPES)
 
@@ -93,7 +98,7 @@ def problems(config: Config) -> list[str]:
     return decoding_problems(config, config.where)
 
 
-def decoding_problems(values: Mapping[str, Any], where: Any) -> list[str]:
+def decoding_problems(values: Mapping[str, Any], where: Callable[[str], str]) -> list[str]:
     """Config checks of the decoding keys; with --decoding_backend=ctranslate2 also everything knowable before
     training that CTranslate2 cannot do."""
     problems: list[str] = []
@@ -124,7 +129,7 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
     model = str(values["model"]).lower()
     facts = FAMILIES.get(model)  # which --model names CTranslate2 cannot run: textbox.config.families
     unconvertible = facts is not None and not facts.ctranslate2
-    if unconvertible:
+    if facts is not None and unconvertible:
         why.append(f"--model={model} is {facts.kind.what}, which CTranslate2 cannot run; use "
                    f"--decoding_backend=auto or transformers")
     methods = [name.lower() for name in values["efficient_methods"]]
@@ -135,6 +140,7 @@ def _static_refusals(values: Mapping[str, Any]) -> list[str]:
     if model_type is not None and model_type not in _CONVERTED_TYPES and not unconvertible:
         why.append(f"--model_path={values['model_path']} holds a {model_type!r} model; CTranslate2 converts "
                    f"{', '.join(_CONVERTED_TYPES)}; use --decoding_backend=auto or transformers")
+    decoder_only: bool | None
     if facts is not None:
         decoder_only = facts.decoder_only
     else:
@@ -169,8 +175,9 @@ def _cuda_available() -> bool:
     return ctranslate2.get_cuda_device_count() > 0
 
 
-def choose_engine(model: Any, settings: dict[str, Any], description: str, options: DecodingOptions,
-                  tokenizer: Any = None, choices: EngineChoices | None = None) -> EngineChoice:
+def choose_engine(model: DecodedModel, settings: Mapping[str, object], description: str, options: DecodingOptions,
+                  tokenizer: PreTrainedTokenizerBase | None = None, choices: EngineChoices | None = None
+                  ) -> EngineChoice:
     """The engine that decodes ``model`` with ``settings`` (after the options' backend), logged as
     EngineChoices.record says. An explicit ctranslate2 that cannot apply is an error naming what stands in the
     way. ``tokenizer``, when given, is checked for the end token the converted model needs."""
@@ -180,6 +187,7 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
         return choices.record(EngineChoice("transformers", "--decoding_backend=transformers"))
     if options.backend == "auto" and description in choices.failures:
         return choices.record(choices.failures[description])
+    obstacle: str | None
     if options.sharded:  # no process holds the whole model (config validation refuses an explicit ctranslate2)
         kind, obstacle = "", (f"the weights are split over the processes ({options.sharded}), and CTranslate2 "
                               f"converts a whole model")
@@ -199,7 +207,7 @@ def choose_engine(model: Any, settings: dict[str, Any], description: str, option
     return choices.record(EngineChoice("transformers", f"--decoding_backend={options.backend}: {obstacle}{unused}"))
 
 
-def _quantized_obstacle(model: Any) -> str | None:
+def _quantized_obstacle(model: DecodedModel) -> str | None:
     """Why auto leaves a model with quantised (bitsandbytes) base weights to transformers: CTranslate2 would run
     them dequantised, with outputs that can differ from generate's on the quantised layers."""
     from textbox.decoding.ctranslate2_cache import quantization_method
@@ -236,12 +244,13 @@ def after_failure(why: str, description: str, options: DecodingOptions,
 # (textbox.decoding.ctranslate2_cache.converted_model).
 
 
-def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> tuple[str, str | None]:
+def convertible(model: DecodedModel, settings: Mapping[str, object], tokenizer: PreTrainedTokenizerBase | None = None
+                ) -> tuple[str, str | None]:
     """("translator" | "generator", None) when CTranslate2 can decode ``model`` with ``settings`` (and the end
     token of ``tokenizer``, when given), else ("", why not)."""
 
     inner, why = _plain_model(model)
-    if why:
+    if inner is None:
         return "", why
     model_type = _model_type(inner)
     if model_type in CTRANSLATE2_TRANSLATOR_TYPES and inner.config.is_encoder_decoder:
@@ -265,27 +274,32 @@ def convertible(model: Any, settings: dict[str, Any], tokenizer: Any = None) -> 
     return kind, None
 
 
-def _note(model: Any, settings: dict[str, Any]) -> str:
+def _note(model: DecodedModel, settings: Mapping[str, object]) -> str:
     inner, _ = _plain_model(model)
+    if inner is None:  # an adapter CTranslate2 cannot merge: no search to describe
+        return ""
     return stopping_note(effective_config(inner.generation_config, settings))
 
 
-def _plain_model(model: Any) -> tuple[Any, str | None]:
+def _plain_model(model: DecodedModel) -> tuple[PreTrainedModel | None, str | None]:
     """The transformers model to convert (a LoRA/IA3 PeftModel is merged later, on a copy)."""
-    peft_config = getattr(model, "active_peft_config", None)
-    if peft_config is not None:
+    from textbox.decoding.ctranslate2_cache import has_adapter
+
+    if has_adapter(model):
+        peft_config = model.active_peft_config
         peft_type = str(getattr(peft_config.peft_type, "value", peft_config.peft_type))
         if peft_type not in ("LORA", "IA3"):
             return None, (f"the {peft_type.lower().replace('_', '-')} adapter adds virtual tokens that cannot be "
                           f"merged into the weights CTranslate2 runs (LoRA and IA3 can)")
-        return model.get_base_model(), None
+        # peft annotates the base as a torch Module: under a PeftModel built here it is a transformers model
+        return model.get_base_model(), None  # type: ignore[return-value]
     return model, None
 
 
-def _model_type(model: Any) -> str | None:
+def _model_type(model: object) -> str | None:
     config = getattr(model, "config", None)
     return getattr(config, "model_type", None) if config is not None and hasattr(config, "to_dict") else None
 
 
-def _decoder_start(model: Any, kind: str) -> int | None:
+def _decoder_start(model: PreTrainedModel, kind: str) -> int | None:
     return model.config.decoder_start_token_id if kind == "translator" else None

@@ -10,7 +10,7 @@ k with their example, ``generate_texts`` the first (the one the metrics score an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
 
 import torch
 from accelerate import Accelerator
@@ -22,8 +22,11 @@ from textbox.decoding.engine import DecodingOptions, EngineChoices, after_failur
 from textbox.decoding.transformers_engine import transformers_sequences
 from textbox.utils.atomic import write_text_atomic
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
-def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict[str, Any]:
+
+def generation_settings(generation_kwargs: Mapping[str, object], tgt_len: int) -> dict[str, object]:
     """The user's generation_kwargs, with max_new_tokens defaulting to tgt_len. A bound the user gives in one form
     (max_length, min_length) clears the other form (max_new_tokens, min_new_tokens), which generate would otherwise
     take from the model's generation config (every checkpoint stores max_new_tokens = tgt_len) and rank above it."""
@@ -37,17 +40,18 @@ def generation_settings(generation_kwargs: dict[str, Any], tgt_len: int) -> dict
     return settings
 
 
-def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                   settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None,
-                   choices: EngineChoices | None = None) -> list[str]:
+def generate_texts(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
+                   loader: DataLoader, settings: Mapping[str, object], description: str,
+                   decoding: DecodingOptions | None = None, choices: EngineChoices | None = None) -> list[str]:
     """The first (best) generation of every example, in dataset order, on every process."""
     sequences = generate_sequences(accelerator, model, tokenizer, loader, settings, description, decoding, choices)
     return [texts[0] for texts in sequences]
 
 
 @torch.no_grad()
-def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: Any, loader: DataLoader,
-                       settings: dict[str, Any], description: str, decoding: DecodingOptions | None = None,
+def generate_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
+                       loader: DataLoader, settings: Mapping[str, object], description: str,
+                       decoding: DecodingOptions | None = None,
                        choices: EngineChoices | None = None) -> list[list[str]]:
     """Decode every batch (each carries its examples' ``index``); every process returns, in dataset order, each
     example's num_return_sequences texts in generate's order (best first), whatever the batch order and the

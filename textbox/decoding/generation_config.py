@@ -4,10 +4,13 @@ belongs to neither. Standard library only."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 
-def effective_config(generation_config: Any, settings: dict[str, Any]) -> Any:
+def effective_config(generation_config: GenerationConfig, settings: Mapping[str, object]) -> GenerationConfig:
     """The model's generation config with ``settings`` applied (what ``generate`` would use)."""
     effective = copy.deepcopy(generation_config)
     effective.update(**settings)

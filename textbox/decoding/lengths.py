@@ -13,14 +13,17 @@ the user gives ``max_length`` (``min_length``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config import TextBoxUserError
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 DEFAULT_MAX_NEW_TOKENS = 20  # transformers' default max_length, counted past the input when no maximum is set
 
 
-def new_token_bounds(effective: Any, decoder_input_width: int) -> tuple[int, int]:
+def new_token_bounds(effective: GenerationConfig, decoder_input_width: int) -> tuple[int, int]:
     """(most, fewest) new tokens ``generate`` allows with the generation config ``effective`` when the decoder's
     input is ``decoder_input_width`` tokens wide (1, the start token, for an encoder-decoder; the batch's
     left-padded prompt width for a decoder-only model). A max_length that leaves no room is an error naming it,

@@ -24,13 +24,17 @@ alone, whatever the batch (tests/unit/decoding/test_ngram_blocking.py).
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, NoRepeatNGramLogitsProcessor
 from transformers.distributed.fsdp import is_fsdp_managed_module
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, StoppingCriteriaList
+    from transformers.generation.utils import GenerateOutput
 
 # Modes whose loop (transformers' _sample / _beam_search) applies the processor list once per step to a fresh
 # tensor; the swap is made for these only.
@@ -41,7 +45,7 @@ class InPlaceNoRepeatNGram(LogitsProcessor):
     """Bans every token that would complete an n-gram already in the hypothesis (as transformers does), the
     left padding of a decoder-only prompt excluded: ``starts[row]`` is where row's own tokens begin."""
 
-    def __init__(self, ngram_size: int, starts: torch.LongTensor | None = None):
+    def __init__(self, ngram_size: int, starts: torch.Tensor | None = None):
         if ngram_size < 1:
             raise ValueError(f"ngram_size must be a positive integer, got {ngram_size}")
         self.ngram_size = ngram_size
@@ -65,7 +69,8 @@ class InPlaceNoRepeatNGram(LogitsProcessor):
         return scores
 
 
-def with_in_place_ngram_blocking(settings: dict[str, Any], generation_config: Any) -> dict[str, Any]:
+def with_in_place_ngram_blocking(settings: Mapping[str, object], generation_config: GenerationConfig | None
+                                 ) -> Mapping[str, object]:
     """``generate`` settings under which the library's n-gram blocking is replaced, in its place, by
     InPlaceNoRepeatNGram; the settings unchanged where nothing is blocked or the decoding mode is another one."""
     merged = copy.deepcopy(generation_config) if generation_config is not None else GenerationConfig()
@@ -79,9 +84,10 @@ def with_in_place_ngram_blocking(settings: dict[str, Any], generation_config: An
     return {**settings, "custom_generate": decode_with_in_place_ngram_blocking}
 
 
-def decode_with_in_place_ngram_blocking(model: Any, input_ids: torch.LongTensor, logits_processor: LogitsProcessorList,
-                                        stopping_criteria: Any, generation_config: GenerationConfig,
-                                        **model_kwargs: Any) -> Any:
+def decode_with_in_place_ngram_blocking(model: PreTrainedModel, input_ids: torch.LongTensor,
+                                        logits_processor: LogitsProcessorList,
+                                        stopping_criteria: StoppingCriteriaList, generation_config: GenerationConfig,
+                                        **model_kwargs: Any) -> GenerateOutput | torch.LongTensor:
     """The decoding loop generate would run, with its own processor list except that each
     NoRepeatNGramLogitsProcessor is an InPlaceNoRepeatNGram at the same index. When raw logits are returned
     (``output_logits``) the scores tensor is kept by generate, so nothing is written in place."""
@@ -99,7 +105,7 @@ def decode_with_in_place_ngram_blocking(model: Any, input_ids: torch.LongTensor,
                   generation_config=generation_config, synced_gpus=synced_gpus, **model_kwargs)
 
 
-def _prompt_starts(model: Any, attention_mask: torch.Tensor | None) -> torch.LongTensor | None:
+def _prompt_starts(model: PreTrainedModel, attention_mask: torch.Tensor | None) -> torch.Tensor | None:
     """Per row of a decoder-only batch, the first column of its own tokens (the prompts are left-padded, and the
     rows of one example under beam search or several samples share its padding); None for an encoder-decoder,
     whose decoder input is never padded."""

@@ -11,7 +11,7 @@ blocking that writes only the banned scores and leaves a decoder-only model's le
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping
 
 import torch
 from accelerate import Accelerator
@@ -28,7 +28,7 @@ from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
 
 @torch.no_grad()
 def transformers_sequences(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase,
-                           loader: DataLoader, settings: dict[str, Any], description: str) -> list[list[str]]:
+                           loader: DataLoader, settings: Mapping[str, object], description: str) -> list[list[str]]:
     """Every example's num_return_sequences texts, best first, in dataset order, on every process."""
     unwrapped = accelerator.unwrap_model(model)
     was_training = unwrapped.training
@@ -53,6 +53,7 @@ def transformers_sequences(accelerator: Accelerator, model: torch.nn.Module, tok
                 ids = ids[:, inputs["input_ids"].shape[1]:]
             ids = accelerator.pad_across_processes(ids, dim=1, pad_index=pad_id)
             detokenizer.submit(*accelerator.gather((ids, batch["index"])))
-        sequences = detokenizer.sequences(len(loader.dataset))
+        # the loader's dataset (the Evaluator's EvalExamples) has a length; torch's Dataset annotation declares none
+        sequences = detokenizer.sequences(len(loader.dataset))  # type: ignore[arg-type]
     unwrapped.train(was_training)
     return sequences

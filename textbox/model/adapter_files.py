@@ -114,7 +114,7 @@ def base_model_path(path: str | Path) -> str:
 
 def checkpoint_record(path: str | Path | None) -> EfficientRecord | None:
     """What an efficient checkpoint at ``path`` holds, as the record of a model loaded from it (None otherwise)."""
-    if not is_efficient_checkpoint(path):
+    if path is None or not is_efficient_checkpoint(path):
         return None
     directory = Path(path).expanduser()
     method = "bitfit"

@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 
 class TrainingTexts(Protocol):
     """What builders read from the training split (textbox.data.split.Split is one; model/ does not import data/):
-    models that train their own tokenizer train it on these texts."""
+    models that train their own tokenizer train it on these texts. Read-only: a Split's list[str] fits
+    Sequence[str] only where nothing may be written through the protocol."""
 
-    sources: Sequence[str]
-    targets: Sequence[Sequence[str]]
+    @property
+    def sources(self) -> Sequence[str]: ...
+
+    @property
+    def targets(self) -> Sequence[Sequence[str]]: ...
 
 
 @dataclass(frozen=True)

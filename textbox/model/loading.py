@@ -129,7 +129,7 @@ def _loads_tokenizer(load: Callable[..., object]) -> bool:
     return isinstance(owner, type) and issubclass(owner, (AutoTokenizer, PreTrainedTokenizerBase))
 
 
-def load_saved_model(path: str | Path, like: PreTrainedModel) -> PreTrainedModel:
+def load_saved_model(path: str | Path, like: torch.nn.Module) -> PreTrainedModel:
     """A checkpoint written by save_model_files, loaded into the classes of ``like`` (the model that wrote it)."""
 
     base_class = type(inner_model(like))

@@ -46,6 +46,8 @@ def write_outputs(path: str, texts: list[str]) -> None:
 def read_and_encode(config: Config, tokenizer: PreTrainedTokenizerBase) -> list[list[int]]:
     """The input lines as token ids, with the prompts and truncation of a test run (before any model is loaded:
     a bad input file fails first)."""
+    if config.input_file is None:
+        raise ValueError("read_and_encode reads --input_file: call it only when one is given")
     sources = read_inputs(config.input_file)
     return encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len",
                          config.prefix_prompt or "", config.suffix_prompt or "", head=source_head(tokenizer, config))

@@ -18,7 +18,7 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from textbox.config import Config
 from textbox.config.errors import RunInterrupted, TextBoxError, TextBoxUserError
@@ -177,7 +177,7 @@ def main_process_first(accelerator: Accelerator, work: Callable[[], Result]) -> 
     the others waiting in a barrier that breaks with a gloo error when the main process exits)."""
     from accelerate.utils import broadcast_object_list, gather_object
 
-    result: Any = None
+    result: Result | None = None
     own_error: BaseException | None = None
     failure: SharedFailure | None = None
     if accelerator.is_main_process:
@@ -190,7 +190,7 @@ def main_process_first(accelerator: Accelerator, work: Callable[[], Result]) -> 
     failed = [rank for rank, found in enumerate(failures) if found is not None]
     if failed:  # the lowest failing rank shows its error; every other process raises a quiet copy
         raise_shared(failures[failed[0]], own_error if failed[0] == accelerator.process_index else None)
-    return result
+    return cast(Result, result)  # work's own value: a failure (result None) was raised above
 
 
 def _attempt(work: Callable[[], Result]) -> tuple[Result | None, BaseException | None]:

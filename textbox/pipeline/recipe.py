@@ -13,7 +13,7 @@ import logging
 import time
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import datasets
 import torch
@@ -49,7 +49,7 @@ from textbox.trainer.loop import Trainer
 from textbox.utils.atomic import restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
-def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, Any]:
+def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, object]:
     """Train, validate and test as the config says; return (and write) the results. ``on_validation`` is called on
     the main process after each validation with the optimiser step and the validation figures.
 
@@ -72,7 +72,7 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
         release_log_file()
 
 
-def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation | None) -> dict[str, Any]:
+def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation | None) -> dict[str, object]:
     _quiet_libraries()
     logger = start_logging(accelerator.is_main_process)
     started = time.perf_counter()
@@ -121,7 +121,7 @@ class Built(NamedTuple):
     tokenized: dict[str, datasets.Dataset]
     config: Config  # the run's config with its lengths fitted to the model (textbox.model.lengths)
     efficient: EfficientRecord | None = None  # the model's efficient method: what its checkpoints hold
-    fitted_lengths: dict[str, Any] = {}  # results.json's record of what was fitted and why ({}: nothing)
+    fitted_lengths: dict[str, object] = {}  # results.json's record of what was fitted and why ({}: nothing)
 
 
 def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> Built:
@@ -161,7 +161,7 @@ def _open_run_directory(run: RunContext) -> None:
 
 
 def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
-                      on_validation: OnValidation | None) -> tuple[dict[str, Any], str]:
+                      on_validation: OnValidation | None) -> tuple[dict[str, object], str]:
     """Train (when do_train), then test or generate, with one Evaluator for validation and test; the results and
     the test examples to show."""
     log_model_size(run.config, built.model, run.logger)
@@ -180,8 +180,8 @@ class Trained:
     validation's metric details (results.json's metric_details when the test pass scores nothing)."""
 
     model: torch.nn.Module
-    results: dict[str, Any] = field(default_factory=dict)
-    details: dict[str, dict[str, Any]] | None = None
+    results: dict[str, object] = field(default_factory=dict)
+    details: dict[str, dict[str, object]] | None = None
 
 
 def fit(run: RunContext, trainer: Trainer, built: Built, evaluator: Evaluator,
@@ -193,7 +193,7 @@ def fit(run: RunContext, trainer: Trainer, built: Built, evaluator: Evaluator,
         validation = RunValidation(run, evaluator, valid, on_validation)
     started = time.perf_counter()
     state = trainer.fit(built.tokenized["train"], validation)
-    results: dict[str, Any] = {"train_seconds": round(time.perf_counter() - started, 1)}  # validation included
+    results: dict[str, object] = {"train_seconds": round(time.perf_counter() - started, 1)}  # validation included
     if run.config.compile:
         results["compile_seconds"] = round(trainer.compile_seconds, 1)  # included in train_seconds
     results.update(valid=state.best_valid, best_step=state.best_step, steps=state.step)
@@ -207,7 +207,7 @@ class Evaluated:
     """What evaluation hands to the closing report: its part of results.json, and the test examples to show
     beside their references (empty on the other processes, with --show_examples=0, or when nothing was tested)."""
 
-    results: dict[str, Any]
+    results: dict[str, object]
     examples: str = ""
 
 
@@ -215,7 +215,7 @@ def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Train
     """--input_file generation, or the test pass (generation.txt, and generation_all.txt with several sequences
     per example); with checkpoint_best when training produced one."""
     config = run.config
-    results: dict[str, Any] = {}
+    results: dict[str, object] = {}
     examples = ""
     details = trained.details
     if config.input_file:

@@ -6,7 +6,7 @@ import json
 import logging
 import time
 import traceback
-from typing import Any
+from typing import Mapping
 
 from textbox.config import RunInterrupted, TextBoxError
 from textbox.data.split import Split
@@ -17,7 +17,7 @@ from textbox.utils.atomic import write_text_atomic
 from textbox.utils.logging import log_file_path, log_to_file
 
 
-def write_results(run: RunContext, results: dict[str, Any], started: float, examples: str = "") -> None:
+def write_results(run: RunContext, results: dict[str, object], started: float, examples: str = "") -> None:
     """results.json, then the closing log: the figures' table, the test ``examples`` (format_examples) and where
     the outputs are."""
     results["run_dir"] = str(run.run_dir)
@@ -35,6 +35,7 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
     """Record a failure in the run directory (project.log, FAILED) and say what the console should show: the
     error itself when it explains itself, else one line with the log's path (the traceback is in the log)."""
     run_dir = run.run_dir
+    shown: BaseException
     if isinstance(error, RunInterrupted):  # checkpoint_last is saved: the run continues with --resume
         log_to_file(logging.WARNING, str(error))
         return error
@@ -56,19 +57,22 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
     return shown
 
 
-def log_summary(logger: logging.Logger, results: dict[str, Any], examples: str = "") -> None:
-    rows = [(split, name, value) for split in ("valid", "test") for name, value in results.get(split, {}).items()]
+def log_summary(logger: logging.Logger, results: Mapping[str, object], examples: str = "") -> None:
+    splits = [(split, results.get(split)) for split in ("valid", "test")]
+    rows = [(split, name, value) for split, figures in splits if isinstance(figures, dict)
+            for name, value in figures.items()]
     if not rows:
         return
     lines = ["", f"{'split':<6} {'figure':<14} {'value':>10}"]
     lines += [f"{split:<6} {name:<14} {value:>10.4f}" for split, name, value in rows]
-    lines += scoring_lines(results.get("metric_details") or {})
+    details = results.get("metric_details")
+    lines += scoring_lines(details if isinstance(details, dict) else {})
     if examples:
         lines += ["", examples, ""]
     logger.info("\n".join(lines) + f"\nfinished in {results['seconds']} s; outputs in {results['run_dir']}")
 
 
-def scoring_lines(details: dict[str, dict[str, Any]]) -> list[str]:
+def scoring_lines(details: Mapping[str, Mapping[str, object]]) -> list[str]:
     """One line per metric saying how its figures were computed (results.json's metric_details in words)."""
     lines = []
     for metric, fields in details.items():

@@ -9,8 +9,6 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
 import yaml
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
@@ -35,7 +33,7 @@ def write_run_config(config: Config, run_dir: Path) -> None:
     write_text_atomic(path, text)
 
 
-def _settings(text: str) -> dict[str, Any] | None:
+def _settings(text: str) -> dict[str, object] | None:
     try:
         loaded = yaml_numbers.load(text)
     except yaml.YAMLError:
@@ -60,7 +58,7 @@ def _origin(config: Config, key: str) -> str:
     return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
 
 
-def tracker_hparams(config: Config) -> dict[str, Any]:
+def tracker_hparams(config: Config) -> dict[str, int | float | str | bool]:
     """Trackers accept scalars only: lists, dicts and None become strings."""
     return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
 

@@ -3,7 +3,7 @@ metrics_for_best_model turn its figures into the selection value, and what goes 
 (valid_generation.txt beside checkpoint_best, the caller's on_validation)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
@@ -25,7 +25,7 @@ class RunValidation(ValidationHook):
         self.evaluator = evaluator
         self.valid = valid
         self.on_validation = on_validation
-        self.details: dict[str, dict[str, Any]] | None = None  # the latest scored validation's metric details
+        self.details: dict[str, dict[str, object]] | None = None  # the latest scored validation's metric details
         self._report: EvalReport | None = None
 
     def validate(self, model: torch.nn.Module) -> Validation:

@@ -6,10 +6,18 @@ The checkpoints are read back from disk, so a resumed run averages exactly what 
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+from textbox.trainer.state import AveragedRecord
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+
+    from textbox.trainer.hooks import Validation, ValidationHook
 
 STEP_PREFIX = "checkpoint-"
 
@@ -28,7 +36,7 @@ def checkpoint_step(path: Path) -> int:
     return int(Path(path).name[len(STEP_PREFIX):])
 
 
-def average_saved_models(paths: list[Path], like: Any) -> Any:
+def average_saved_models(paths: list[Path], like: torch.nn.Module) -> torch.nn.Module:
     """The checkpoints at ``paths`` (written by save_model for the model ``like``) loaded one by one, and a model
     holding the mean of their floating-point weights (summed in float64, so the order does not matter); integer
     buffers are the last checkpoint's. Adapters and BitFit checkpoints load onto their base as for testing."""
@@ -51,15 +59,16 @@ def average_saved_models(paths: list[Path], like: Any) -> Any:
     return model
 
 
-def validate_average(count: int, run_dir: Path, step: int, accelerator: Any, model: Any, hook: Any,
-                     logger: Any) -> tuple[dict[str, Any], Any, Any]:
+def validate_average(count: int, run_dir: Path, step: int, accelerator: Accelerator, model: torch.nn.Module,
+                     hook: ValidationHook, logger: logging.Logger
+                     ) -> tuple[AveragedRecord, torch.nn.Module | None, Validation | None]:
     """The average of the last ``count`` checkpoints, validated through ``hook`` and recorded (log, metrics.jsonl
     as split valid_average): (TrainState.averaged's record, the averaged model, its Validation); the last two are
     None when fewer than two checkpoints were saved."""
     from textbox.trainer.records import record
 
     paths = latest_step_checkpoints(run_dir, count, step)
-    outcome: dict[str, Any] = {"at_step": step, "steps": [checkpoint_step(path) for path in paths], "chosen": False}
+    outcome: AveragedRecord = {"at_step": step, "steps": [checkpoint_step(path) for path in paths], "chosen": False}
     if len(paths) < 2:
         logger.warning(f"average_checkpoints={count}: {len(paths)} checkpoint(s) to average (one is saved per "
                        f"validation): nothing averaged")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import zipfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
@@ -28,12 +28,18 @@ from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
 from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+Read = TypeVar("Read")
+
 TRAIN_STATE_FILE = "train_state.json"
 LAST = LAST_CHECKPOINT  # one home for both names: the config layer recognises run directories by them
 BEST = BEST_CHECKPOINT
 
 
-def save_model(accelerator: Accelerator, model: Any, tokenizer: Any, path: Path,
+def save_model(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, path: Path,
                efficient: EfficientRecord | None = None) -> None:
     """save_pretrained model + tokenizer from the main process, atomically; of a model that carries an efficient
     method (``efficient``, its BuiltModel record) only what the method trains."""
@@ -82,7 +88,7 @@ def resume_files(accelerator: Accelerator) -> list[str]:
             *(f"random_states_{index}.pkl" for index in processes_on_this_disk(accelerator))]
 
 
-def resume_model_files(accelerator: Any) -> list[str]:
+def resume_model_files(accelerator: Accelerator) -> list[str]:
     """The model and optimiser files accelerate's save_state writes (checked before a resume)."""
 
     if accelerator.distributed_type == DistributedType.DEEPSPEED:
@@ -114,7 +120,7 @@ def check_resume_files(accelerator: Accelerator, path: Path) -> None:
                 raise _damaged(file, f"damaged ({type(error).__name__}: {error})") from error
 
 
-def load_resume_state(accelerator: Accelerator, path: Path, model: Any = None) -> TrainState:
+def load_resume_state(accelerator: Accelerator, path: Path, model: torch.nn.Module | None = None) -> TrainState:
     """accelerate's load_state, then train_state.json. A missing or unreadable file is a TextBoxUserError naming
     it: accelerate raises a bare library error, or, for the random-state files, carries on silently without them
     (the resumed run would then differ from an uninterrupted one), so those are read first. Only memory changes.
@@ -132,7 +138,7 @@ def load_resume_state(accelerator: Accelerator, path: Path, model: Any = None) -
     return state
 
 
-def _model_loading(accelerator: Accelerator, path: Path, model: Any) -> dict[str, Any]:
+def _model_loading(accelerator: Accelerator, path: Path, model: torch.nn.Module | None) -> dict[str, bool]:
     """Settings of accelerate's model loading. The state of a model with a bitsandbytes 4-bit base also holds the
     quantisation constants of its frozen weights (absmax, quant_map, ...), which its load_state_dict does not take
     back (the base is loaded quantised from --model_path again, identical): those keys are left to the strict=False
@@ -155,28 +161,28 @@ def _model_loading(accelerator: Accelerator, path: Path, model: Any) -> dict[str
     return {"strict": False}
 
 
-def _torch_load(path: Path, weights_only: bool = True) -> Any:
+def _torch_load(path: Path, weights_only: bool = True) -> object:
     return load(path, map_location="cpu", weights_only=weights_only)
 
 
-def _safetensors_load(path: Path) -> Any:
+def _safetensors_load(path: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     return load_file(path)
 
 
-def _custom_state_load(path: Path) -> Any:
+def _custom_state_load(path: Path) -> object:
     return _torch_load(path, weights_only=False)  # as accelerate's load_custom_state reads it
 
 
-_READERS: dict[str, Callable[[Path], Any]] = {".safetensors": _safetensors_load, ".bin": _torch_load,
+_READERS: dict[str, Callable[[Path], object]] = {".safetensors": _safetensors_load, ".bin": _torch_load,
                                               ".pkl": _torch_load, ".pt": _torch_load, ".json": TrainState.from_file}
 
 
-def _read(file: Path, reader: Callable[[Path], Any]) -> Any:
+def _read(file: Path, reader: Callable[[Path], Read]) -> Read:
     """reader(file), or a TextBoxUserError saying that this file of checkpoint_last is missing or damaged."""
-    if file.name.startswith("custom_checkpoint_"):
-        reader = _custom_state_load
+    if file.name.startswith("custom_checkpoint_"):  # only ever read to check it (what it holds is not used)
+        reader = cast("Callable[[Path], Read]", _custom_state_load)
     try:
         return reader(file)
     except Exception as error:  # any reader's failure (truncated, corrupt, wrong content) means the same here

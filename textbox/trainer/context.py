@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textbox.config import Config
 from textbox.model.built_model import EfficientRecord
@@ -15,6 +15,9 @@ from textbox.model.built_model import EfficientRecord
 if TYPE_CHECKING:  # accelerate and torch are heavy: the types alone are needed here
     import torch
     from accelerate import Accelerator
+    from transformers import PreTrainedTokenizerBase
+
+    from textbox.trainer.loaders import Collator
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,6 @@ class TrainerContext:
 
     run: RunContext
     model: torch.nn.Module
-    tokenizer: Any
-    collator: Any
+    tokenizer: PreTrainedTokenizerBase
+    collator: Collator
     efficient: EfficientRecord | None = None

@@ -13,11 +13,14 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textbox.config import TextBoxUserError
 from textbox.utils.atomic import atomic_directory, write_text_atomic
 from textbox.utils.paths import existing_ancestor
+
+if TYPE_CHECKING:  # accelerate imports torch: the type alone is needed here
+    from accelerate import Accelerator
 
 _MARKER = ".textbox-disk-check-{token}"
 
@@ -35,7 +38,7 @@ class DiskLayout:
 _layout: DiskLayout | None = None
 
 
-def disk_layout(accelerator: Any, run_dir: Path) -> DiskLayout:
+def disk_layout(accelerator: Accelerator, run_dir: Path) -> DiskLayout:
     """Find out (collectively, once per run) whether the processes share the main process's disk at ``run_dir``.
     Machines that partly share it are refused: two machines would then write the same checkpoint files."""
     global _layout
@@ -47,12 +50,13 @@ def disk_layout(accelerator: Any, run_dir: Path) -> DiskLayout:
         (anchor / _MARKER.format(token=token)).write_text(token, encoding="utf-8")
     try:
         anchor, token = broadcast_object_list([anchor, token])
+        assert anchor is not None  # the main process's, now on every process
         marker = Path(anchor) / _MARKER.format(token=token)
         sees = marker.is_file() and marker.read_text(encoding="utf-8") == token
         seen = gather_object([sees]) if accelerator.num_processes > 1 else [sees]
     finally:
         accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
+        if accelerator.is_main_process and anchor is not None:
             (Path(anchor) / _MARKER.format(token=token)).unlink(missing_ok=True)
     shared = all(seen)
     if not shared and any(seen[index] for index in range(1, len(seen)) if not _same_node(index, accelerator)):
@@ -71,7 +75,7 @@ def disk_layout(accelerator: Any, run_dir: Path) -> DiskLayout:
     return _layout
 
 
-def writes_checkpoints(accelerator: Any) -> bool:
+def writes_checkpoints(accelerator: Accelerator) -> bool:
     """True on the process that writes this machine's checkpoints: the main process, or, on machines that do not
     share its disk, each machine's local main process."""
     if accelerator.is_main_process:
@@ -79,7 +83,7 @@ def writes_checkpoints(accelerator: Any) -> bool:
     return _layout is not None and not _layout.shared and accelerator.is_local_main_process
 
 
-def copy_to_other_disks(accelerator: Any, path: Path) -> None:
+def copy_to_other_disks(accelerator: Accelerator, path: Path) -> None:
     """Collective: the main process's ``path`` sent byte for byte to the local main process of every machine that
     does not share its disk, and put in place there atomically (nothing to do on a shared disk). ``path``: a saved
     model's directory (transformers' save_pretrained writes on global rank 0 only), or a text file (the run's
@@ -105,14 +109,14 @@ def copy_to_other_disks(accelerator: Any, path: Path) -> None:
             (staging / name).write_bytes(content)
 
 
-def processes_on_this_disk(accelerator: Any) -> range:
+def processes_on_this_disk(accelerator: Accelerator) -> range:
     """The global indices of the processes whose random states are saved into this process's checkpoint_last."""
     if _layout is None or _layout.shared:
         return range(accelerator.num_processes)
     return range(_layout.first, _layout.first + _layout.count)
 
 
-def _same_node(index: int, accelerator: Any) -> bool:
+def _same_node(index: int, accelerator: Accelerator) -> bool:
     """Whether global process ``index`` runs on the main process's machine (the launchers number the processes
     machine by machine, each with LOCAL_WORLD_SIZE of them)."""
     return index < int(os.environ.get("LOCAL_WORLD_SIZE", str(accelerator.num_processes)))

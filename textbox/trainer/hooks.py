@@ -5,7 +5,10 @@ Evaluator) and gets back a Validation, whose selection value picks checkpoint_be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class Validation:
 class ValidationHook:
     """Called by Trainer.fit on every process. ``validate`` is required; the two notices do nothing by default."""
 
-    def validate(self, model: Any) -> Validation:
+    def validate(self, model: torch.nn.Module) -> Validation:
         """Evaluate ``model`` (the accelerate-prepared training model; leave its train/eval mode as found)."""
         raise NotImplementedError
 

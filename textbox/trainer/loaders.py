@@ -3,25 +3,41 @@ the order depends only on the seed and the epoch, so that a resumed run sees the
 and every example trains once per epoch on any number of processes."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, TypeVar
 
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
 from textbox.config import Config
+from textbox.data.examples import Collator
+
+if TYPE_CHECKING:
+    import datasets
 
 Batch = TypeVar("Batch")
 
 
-def train_loader(config: Config, accelerator: Accelerator, data: Any, collator: Any,
-                 log: Callable[[str], None]) -> DataLoader:
+class EpochBatches(Protocol):
+    """The prepared training DataLoader (accelerate's DataLoaderShard): its batches, their number per epoch, and
+    the epoch that orders them."""
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]: ...
+
+    def __len__(self) -> int: ...
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+
+def train_loader(config: Config, accelerator: Accelerator, data: datasets.Dataset, collator: Collator,
+                 log: Callable[[str], None]) -> EpochBatches:
     """Batches of train_batch_size examples, or token-budget batches (max_tokens), every process getting as many
     (rounded up with fillers that train nothing: textbox.data.batching), whatever the number of examples."""
     from textbox.data.batching import (ShuffledBatchSampler, TokenBudgetBatchSampler, TrainExamples, column_lengths,
                                        padding_fraction)
 
     processes = accelerator.num_processes
+    batches: TokenBudgetBatchSampler | ShuffledBatchSampler
     if config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
         sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
         batches = TokenBudgetBatchSampler(sources, targets, config.max_tokens, config.seed, processes)
@@ -36,8 +52,11 @@ def train_loader(config: Config, accelerator: Accelerator, data: Any, collator: 
     # Page-locked batches copy to a GPU asynchronously; on a CPU there is nothing to copy. (Asked of the
     # accelerator, not of torch.cuda at import: CUDA must not start before --gpu_id is exported.)
     pin_memory = accelerator.device.type == "cuda"
-    loader = DataLoader(TrainExamples(data), batch_sampler=batches, generator=generator, collate_fn=collator,
-                        num_workers=config.num_workers, pin_memory=pin_memory)
+    # TrainExamples is a map-style dataset by protocol (__getitem__, __getitems__, __len__), which DataLoader takes;
+    # torch's annotation asks for its Dataset class.
+    loader: DataLoader[dict[str, object]] = DataLoader(
+        TrainExamples(data), batch_sampler=batches, generator=generator,  # type: ignore[arg-type]
+        collate_fn=collator, num_workers=config.num_workers, pin_memory=pin_memory)
     return accelerator.prepare(loader)
 
 

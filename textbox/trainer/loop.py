@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from tqdm.auto import tqdm
@@ -18,7 +18,8 @@ from textbox.trainer.allocator import keep_freed_memory
 from textbox.trainer.context import TrainerContext
 from textbox.trainer.ddp import explain_ddp_errors
 from textbox.trainer.hooks import ValidationHook
-from textbox.trainer.loaders import accumulation_windows, train_loader
+from textbox.trainer.loaders import EpochBatches, accumulation_windows, train_loader
+from textbox.trainer.optim import LearningRateSchedule
 from textbox.trainer.records import ThroughputWindow, duration, record
 from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
@@ -26,13 +27,16 @@ from textbox.trainer.state import TrainState, improves
 from textbox.utils.compile_time import compilation_seconds
 from textbox.utils.labels import IGNORE_INDEX
 
+if TYPE_CHECKING:
+    import datasets
+
 
 class _Plan(NamedTuple):
     """What one fit trains with: the train loader, the prepared optimiser and schedule, and its length."""
 
-    loader: Any
+    loader: EpochBatches
     optimizer: torch.optim.Optimizer
-    scheduler: Any
+    scheduler: LearningRateSchedule
     total_steps: int
     epochs: int
 
@@ -60,12 +64,12 @@ class Trainer:
         self.best_dir = self.run_dir / checkpoint.BEST
         self.resume_step: int | None = None  # the step checkpoint_last holds
         self.compile_seconds = 0.0  # time torch.compile spent (compile=True), not counted as training throughput
-        self._train_forward: Any = context.model
+        self._train_forward: torch.nn.Module = context.model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
         self._validation: ValidationHook | None = None
 
     # --- training -----------------------------------------------------------------------------
-    def fit(self, train_data: Any, validation: ValidationHook | None = None) -> TrainState:
+    def fit(self, train_data: datasets.Dataset, validation: ValidationHook | None = None) -> TrainState:
         """Train to max_steps (or epochs), validating through ``validation`` as valid_strategy/valid_steps say, and
         once more at the end; without it, checkpoint_best is the final model."""
         self._validation = validation
@@ -90,7 +94,7 @@ class Trainer:
         self._save_resume_state()  # the final state, for the record
         return self.state
 
-    def _prepare(self, train_data: Any) -> _Plan:
+    def _prepare(self, train_data: datasets.Dataset) -> _Plan:
         """The train loader, the step counts, the prepared model, optimiser and schedule, and the resumed state."""
         config, accelerator = self.config, self.accelerator
         loader = train_loader(config, accelerator, train_data, self.collator, self.logger.info)
@@ -107,7 +111,7 @@ class Trainer:
                          + (f"; resuming at step {self.state.step}" if self.state.step else ""))
         return _Plan(loader, optimizer, scheduler, total_steps, epochs)
 
-    def _train_epochs(self, plan: _Plan, window: ThroughputWindow, progress: Any, stop_request: StopRequest) -> None:
+    def _train_epochs(self, plan: _Plan, window: ThroughputWindow, progress: tqdm, stop_request: StopRequest) -> None:
         """Epoch after epoch (from where a resume left off) to the last step, or until a validation stops early;
         epoch-wise validation after each epoch that ran to its end."""
         config = self.config
@@ -123,7 +127,7 @@ class Trainer:
                 self._stop_if_signalled(stop_request)
             stop = stop or self.state.step >= plan.total_steps
 
-    def _train_epoch(self, plan: _Plan, epoch: int, window: ThroughputWindow, progress: Any,
+    def _train_epoch(self, plan: _Plan, epoch: int, window: ThroughputWindow, progress: tqdm,
                      stop_request: StopRequest) -> bool:
         """One epoch's optimiser steps (skipping the batches a resume already trained), logging and step-wise
         validation between them; whether a validation asked to stop early."""
@@ -170,12 +174,13 @@ class Trainer:
         self.state.best_step, self.state.best_valid = self.state.validated_step, dict(self._last_valid)
         checkpoint.save_model(self.accelerator, self.model, self.tokenizer, self.best_dir, self.efficient)
 
-    def _compiled(self, model: torch.nn.Module) -> Any:
+    def _compiled(self, model: torch.nn.Module) -> torch.nn.Module:
         """torch.compile of the training forward only (saving, DDP's no_sync, evaluation and generation keep the
         plain module). dynamic=True: one graph for every batch shape, instead of a recompile per new length."""
         self.logger.info("compile=True: the training forward is compiled (torch.compile, dynamic shapes) on the "
                          "first step; the compile time is logged apart")
-        return torch.compile(model, dynamic=True)
+        # of a Module torch.compile makes an OptimizedModule (a Module); its annotation says only Callable
+        return torch.compile(model, dynamic=True)  # type: ignore[return-value]
 
     def _note_compilation(self, seconds: float, window: ThroughputWindow) -> None:
         """Compilation happens inside the first step (and again if a guard fails): count it apart, and keep it
@@ -214,7 +219,7 @@ class Trainer:
                              request.exit_code or 130)
 
     def _train_step(self, batches: list[dict[str, torch.Tensor]], optimizer: torch.optim.Optimizer,
-                    scheduler: Any) -> tuple[float, int, int]:
+                    scheduler: LearningRateSchedule) -> tuple[float, int, int]:
         """One optimiser step over an accumulation window. Its gradient is that of the mean token loss over every
         target token of the window's finite batches on every process, i.e. exactly one large batch's, however the
         tokens are spread over batches and processes. Returns this process's (loss sum, target tokens, examples)
@@ -234,7 +239,8 @@ class Trainer:
                 else:
                     nonfinite += 1
                     # No update from this batch, yet every parameter takes part so that DDP still all-reduces.
-                    batch_loss = sum(p.sum() for p in self.model.parameters() if p.requires_grad) * 0.0
+                    batch_loss = sum((p.sum() for p in self.model.parameters() if p.requires_grad),
+                                     batch_loss.new_zeros(())) * 0.0
                 # DDP averages gradients over the processes: the factor turns that average into a sum.
                 accelerator.backward(batch_loss * accelerator.num_processes / window_tokens)
         finite_tokens = self._finite_tokens(nonfinite, tokens)
@@ -248,7 +254,8 @@ class Trainer:
         self._optimizer_step(optimizer, scheduler, updates=finite_tokens > 0)
         return loss_sum, tokens, examples
 
-    def _optimizer_step(self, optimizer: torch.optim.Optimizer, scheduler: Any, updates: bool) -> None:
+    def _optimizer_step(self, optimizer: torch.optim.Optimizer, scheduler: LearningRateSchedule,
+                        updates: bool) -> None:
         """The update, and the learning-rate schedule only when an update was really made: not when every batch
         was skipped (``updates`` false: not even weight decay or momentum move the weights), nor when the fp16
         gradient scaler found inf/NaN gradients and skipped optimizer.step (accelerate's optimizer_step_was_skipped,
@@ -294,7 +301,8 @@ class Trainer:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.accelerator.device)
         return self.accelerator.reduce(tensor, reduction="sum").tolist()
 
-    def _log_train(self, window: ThroughputWindow, scheduler: Any, total_steps: int, epoch: int) -> None:
+    def _log_train(self, window: ThroughputWindow, scheduler: LearningRateSchedule, total_steps: int,
+                   epoch: int) -> None:
         """Loss (token mean) and throughput of every process since the last log line, and an ETA."""
         figures = window.flush(self._sum_over_processes)
         remaining = (total_steps - self.state.step) / max(figures["steps_per_s"], 1e-9)
@@ -312,7 +320,7 @@ class Trainer:
         self.state.averaged, model, validation = averaging.validate_average(
             self.config.average_checkpoints, self.run_dir, self.state.step, self.accelerator, self.model,
             self._validation, self.logger)
-        if validation is not None and improves(validation.score, self.state.best_score):
+        if model is not None and validation is not None and improves(validation.score, self.state.best_score):
             self.state.averaged["chosen"] = True
             self.logger.info("the average beats every single checkpoint: it becomes checkpoint_best")
             self.state.best_score, self.state.best_step = validation.score, self.state.step

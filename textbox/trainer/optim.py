@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from typing import Protocol, Sequence
 
 import torch
 
@@ -65,6 +66,15 @@ def _fused_on_cpu(optimizer_class: type, groups: list[dict], asked: dict) -> dic
     plain_cpu = all(type(parameter) is torch.nn.Parameter and parameter.device.type == "cpu"
                     and parameter.is_floating_point() for parameter in parameters)
     return {"fused": True} if parameters and plain_cpu else {}
+
+
+class LearningRateSchedule(Protocol):
+    """What the Trainer uses of a schedule: torch's LRScheduler (build_scheduler), or accelerate's wrapper of a
+    DeepSpeed engine's own (textbox.trainer.sharding)."""
+
+    def step(self) -> None: ...
+
+    def get_last_lr(self) -> Sequence[float | torch.Tensor]: ...
 
 
 def warmup_steps(config: Config, total_steps: int) -> int:

@@ -6,14 +6,14 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Mapping
 
 from accelerate import Accelerator
 
 METRICS_FILE = "metrics.jsonl"
 
 
-def record(accelerator: Accelerator, run_dir: Path, step: int, row: dict[str, Any], prefix: str) -> None:
+def record(accelerator: Accelerator, run_dir: Path, step: int, row: Mapping[str, object], prefix: str) -> None:
     """One row (``split`` = prefix) to metrics.jsonl on the main process, and to the tracker under ``prefix/``.
     NaN/inf are written as null, so that the file stays strict JSON."""
     accelerator.log({f"{prefix}/{k}": v for k, v in row.items() if k != "step"}, step=step)
@@ -22,7 +22,7 @@ def record(accelerator: Accelerator, run_dir: Path, step: int, row: dict[str, An
             handle.write(json.dumps(finite_or_null({"split": prefix, **row}), allow_nan=False) + "\n")
 
 
-def finite_or_null(value: Any) -> Any:
+def finite_or_null(value: object) -> object:
     """The same nested dicts/lists with every NaN/inf float replaced by None. NaN and inf (a diverged model's loss
     or perplexity) are not JSON: json.dumps would write the bare words NaN/Infinity that strict readers (jq,
     JavaScript, pandas' default) reject. The log and the metric details say what the value was."""

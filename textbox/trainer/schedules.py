@@ -9,7 +9,10 @@ The schedule steps once per optimiser step; the run's total number of steps fill
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # torch and transformers are imported only when a schedule is built or its settings checked
+    import torch
 
 from textbox.utils.suggest import suggest
 
@@ -97,11 +100,12 @@ def _settings_of(name: str) -> set[str]:
         import torch
 
         function = getattr(torch.optim.lr_scheduler, TORCH_SCHEDULES[name])
-    return set(inspect.signature(function).parameters) - _GIVEN - {"self"}
+    # transformers leaves TYPE_TO_SCHEDULER_FUNCTION unannotated: mypy joins its functions to builtins.function
+    return set(inspect.signature(function).parameters) - _GIVEN - {"self"}  # type: ignore[arg-type]
 
 
-def build(name: str, optimizer: Any, warmup: int, total_steps: int, settings: Mapping[str, Any],
-          learning_rate: float) -> Any:
+def build(name: str, optimizer: torch.optim.Optimizer, warmup: int, total_steps: int, settings: Mapping[str, object],
+          learning_rate: float) -> torch.optim.lr_scheduler.LRScheduler:
     """The schedule ``name`` over ``total_steps`` optimiser steps."""
     name = name.lower()
     if name in TRANSFORMERS_SCHEDULES:

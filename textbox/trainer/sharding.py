@@ -15,22 +15,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from textbox.config import Config
-from textbox.trainer.optim import build_optimizer, build_scheduler, parameter_groups, warmup_steps
+from textbox.trainer.optim import (LearningRateSchedule, build_optimizer, build_scheduler, parameter_groups,
+                                  warmup_steps)
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
 
 
-def is_sharded(accelerator: Any) -> bool:
+def is_sharded(accelerator: Accelerator) -> bool:
     from accelerate.utils import DistributedType
 
     return accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED)
 
 
-def prepare_training(config: Config, accelerator: Any, model: torch.nn.Module,
-                     total_steps: int) -> tuple[Any, Any, Any]:
+def prepare_training(config: Config, accelerator: Accelerator, model: torch.nn.Module,
+                     total_steps: int) -> tuple[torch.nn.Module, torch.optim.Optimizer, LearningRateSchedule]:
     """Model, optimiser and learning-rate schedule, prepared by accelerate (the engine's own optimiser and schedule
     under DeepSpeed when its config defines them)."""
     engine = _deepspeed_settings(accelerator)
@@ -55,7 +59,7 @@ def prepare_training(config: Config, accelerator: Any, model: torch.nn.Module,
     return model, optimizer, build_scheduler(config, optimizer, total_steps)
 
 
-def full_state_dict(accelerator: Any, model: Any) -> dict[str, Any] | None:
+def full_state_dict(accelerator: Accelerator, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
     """Collective under FSDP/DeepSpeed: the whole model's state on the main process. None when the model is not
     sharded (the unwrapped module saves itself)."""
     if not is_sharded(accelerator):
@@ -63,12 +67,13 @@ def full_state_dict(accelerator: Any, model: Any) -> dict[str, Any] | None:
     return accelerator.get_state_dict(model)
 
 
-def save_full_model(accelerator: Any, model: Any, directory: Path, state: dict[str, Any]) -> None:
+def save_full_model(accelerator: Accelerator, model: torch.nn.Module, directory: Path,
+                    state: dict[str, torch.Tensor]) -> None:
     """save_pretrained of the unwrapped model with the gathered ``state`` (main process only)."""
     accelerator.unwrap_model(model).save_pretrained(Path(directory), state_dict=state)
 
 
-def _deepspeed_settings(accelerator: Any) -> dict[str, Any] | None:
+def _deepspeed_settings(accelerator: Accelerator) -> dict[str, object] | None:
     from accelerate.utils import DistributedType
 
     if accelerator.distributed_type != DistributedType.DEEPSPEED:
@@ -76,6 +81,6 @@ def _deepspeed_settings(accelerator: Any) -> dict[str, Any] | None:
     return accelerator.state.deepspeed_plugin.deepspeed_config
 
 
-def _fill_auto(settings: dict[str, Any], key: str, value: Any) -> None:
+def _fill_auto(settings: dict[str, object], key: str, value: object) -> None:
     if settings.get(key, "auto") == "auto":
         settings[key] = value

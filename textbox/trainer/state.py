@@ -5,7 +5,16 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+
+class AveragedRecord(TypedDict, total=False):
+    """--average_checkpoints' record (TrainState.averaged, results.json's ``averaged``)."""
+
+    at_step: int  # the step at which the last checkpoints were averaged
+    steps: list[int]  # the steps of the checkpoints averaged
+    valid: dict[str, float]  # the average's validation figures
+    chosen: bool  # whether it became checkpoint_best
 
 
 @dataclass
@@ -26,9 +35,7 @@ class TrainState:
     best_valid: dict[str, float] = field(default_factory=dict)
     stale_validations: int = 0  # validations since the last improvement (early stopping)
     skipped_steps: int = 0  # steps with no optimiser update (see step)
-    # --average_checkpoints: at_step (when averaged), steps (the checkpoints averaged), valid (the average's
-    # validation figures), chosen (whether it became checkpoint_best)
-    averaged: dict[str, Any] = field(default_factory=dict)
+    averaged: AveragedRecord = field(default_factory=AveragedRecord)  # --average_checkpoints ({}: none yet)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -96,7 +96,7 @@ def missing_punkt() -> str | None:
 def ptb_jar() -> Path | None:
     """The Stanford CoreNLP jar pycocoevalcap ships for its PTBTokenizer, or None without pycocoevalcap."""
     spec = importlib.util.find_spec("pycocoevalcap")
-    if spec is None:
+    if spec is None or spec.submodule_search_locations is None:  # not installed, or a module, not a package
         return None
     folder = Path(list(spec.submodule_search_locations)[0]) / "tokenizer"  # a namespace package: no origin
     jars = sorted(folder.glob("stanford-corenlp-*.jar"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from textbox.checks import load_checked_config
-from textbox.config import Config, RunInterrupted, TextBoxError
+from textbox.config import RunInterrupted, TextBoxError
 from textbox.config.launcher import worker_gpu_ids
 from textbox.utils.logging import silenced_console
 
