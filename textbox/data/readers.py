@@ -220,6 +220,7 @@ def read_lines(path: str | Path) -> list[str]:
 
 def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSplit:
     import datasets
+    import pyarrow
 
     if not path.is_file():
         raise DataError(f"{path} does not exist; the {name} split of a {path.suffix[1:]} dataset is read from it")
@@ -232,11 +233,15 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSpl
     # time (cp -p, rsync -t, an unpacked archive, a coarse file-system clock) would give the old rows back: the
     # cache directory is named after the file's content instead.
     cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
+    # A file damaged where datasets reads it before generating rows (a parquet file cut short has no footer; a
+    # jsonl file cut mid-row fails the schema's inference) fails with pyarrow's ArrowInvalid or a plain ValueError
+    # rather than DatasetGenerationError: the file exists and is not empty, so those too are its content.
     try:
         table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, cache_dir=str(cache_dir),
                                       **options)
-    except datasets.exceptions.DatasetGenerationError as error:
-        raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
+    except (datasets.exceptions.DatasetGenerationError, pyarrow.ArrowException, ValueError) as error:
+        raise DataError(f"{path} cannot be read as {path.suffix[1:]} ({error.__cause__ or error}); the file is "
+                        f"damaged or not {path.suffix[1:]}: write it again (or restore a copy)") from error
     return columns(table, str(path), config)
 
 

@@ -356,3 +356,23 @@ def test_data_format_hub_with_a_catalogue_dataset_needs_no_hub_name_where_it_nam
         "Samsung/samsum"
     with pytest.raises(ConfigError, match="the catalogue entry 'squad' names no original hub dataset"):
         load_checked_config(["--dataset=squad", "--data_format=hub"])
+
+
+@pytest.mark.parametrize("extension", ["json", "jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("damage", ["cut short", "not this format"])
+def test_a_damaged_tabular_file_is_a_data_error_naming_it(tmp_path, extension, damage):
+    """A parquet file cut short (a copy interrupted, a full disk) has no footer: pyarrow's ArrowInvalid escaped the
+    readers, which caught only datasets' DatasetGenerationError, as a traceback. Every format's damaged file is a
+    DataError naming the file and what to do."""
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS * 20)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2 + 3] if damage == "cut short" else bytes(range(256)) * 4)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    try:
+        read_splits(config, ("test",))
+    except DataError as error:
+        assert f"{path} cannot be read as {extension}" in str(error)
+    else:  # jsonl/csv rows cut at a row's end are rows: only a format that cannot be cut there must fail
+        assert damage == "cut short" and extension in ("jsonl", "csv")
