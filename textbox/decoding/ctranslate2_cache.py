@@ -10,9 +10,11 @@ the same weights convert once whatever path they came from. LoRA/IA3 adapters ar
 with bitsandbytes weights (--quantization) is dequantised first, then merged in float.
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
-its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
-that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again. A
-complete entry another process published first is kept as it is, never replaced under a process loading it.
+its files, their sizes and checksums (XXH3-128), written last, and an entry is used only if every file is there at
+its recorded size and checksum. One that is not (a copy cut short, a full disk, bytes overwritten in place, an entry
+from before the record held checksums) is named in a warning and converted again. A file checked once is checked
+again only when it changed (its inode, size, modification or change time): a decode after a decode hashes nothing.
+A complete entry another process published first is kept as it is, never replaced under a process loading it.
 
 Validation converts new weights every time: those conversions go to ``<key>`` under ``ctranslate2/validation/``,
 which processes share (study workers, two runs, the ranks of one run). A process holds a lease on the entry it
@@ -76,7 +78,7 @@ _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "floa
 # converter reads neither (it is handed the model).
 _PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version", "architectures", "dtype", "torch_dtype")
 _SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
-RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
+RECORD = "textbox_conversion.json"  # the files of a complete conversion, their sizes and checksums, written last
 VALIDATION = "validation"  # the directory of validation conversions, shared by the processes using the cache
 _KEY = r"[0-9a-f]{32}"  # a content key (content_key): every name of an entry holds its key
 
@@ -236,7 +238,7 @@ def _found_or_converted(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBa
         damage = damage_of(target)
         if damage is None:
             return target, False
-        get_logger().warning(f"the cached CTranslate2 conversion {target} is incomplete ({damage}): converting "
+        get_logger().warning(f"the cached CTranslate2 conversion {target} is damaged ({damage}): converting "
                              f"the model again")
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -273,29 +275,57 @@ def _publish(output: Path, target: Path) -> None:
 
 
 def damage_of(directory: Path) -> str | None:
-    """What is wrong with a cached conversion (None: complete, every file at the size recorded when written)."""
+    """What is wrong with a cached conversion (None: complete, every file at the size and checksum recorded when
+    written)."""
     try:
-        sizes = json.loads((directory / RECORD).read_text(encoding="utf-8"))["files"]
+        record = json.loads((directory / RECORD).read_text(encoding="utf-8"))
+        sizes, checksums = dict(record["files"]), dict(record["xxh3_128"])
     except (OSError, ValueError, KeyError, TypeError):
-        return f"no readable {RECORD}"
+        return f"no readable {RECORD} with its files' sizes and checksums"
     for name, size in sizes.items():
         path = directory / name
         if not path.is_file():
             return f"{name} is missing"
-        if path.stat().st_size != size:
-            return f"{name} has {path.stat().st_size} bytes, {size} were written"
+        found = path.stat()
+        if found.st_size != size:
+            return f"{name} has {found.st_size} bytes, {size} were written"
+        stamp = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        if _checked.get(str(path)) == stamp:
+            continue
+        if _checksum(path) != checksums.get(name):
+            return f"{name} does not hold the bytes written: its checksum differs"
+        _checked[str(path)] = stamp
     return None
 
 
+# The files this process found intact, with their (inode, size, mtime, ctime) then: any write since changes the
+# change time (even one that puts the modification time back), so an unchanged stamp is an unchanged file.
+_checked: dict[str, tuple[int, int, int, int]] = {}
+
+
+def _checksum(path: Path) -> str:
+    """XXH3-128 of a file's bytes, read in chunks (at memory speed: a model.bin in the page cache costs little
+    next to loading it)."""
+    import xxhash
+
+    digest = xxhash.xxh3_128()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 23):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _write_record(directory: Path) -> None:
-    """Flush every converted file to disk, then record their sizes (the record last: it marks completion)."""
-    sizes = {}
+    """Flush every converted file to disk, then record their sizes and checksums (the record last: it marks
+    completion)."""
+    sizes, checksums = {}, {}
     for path in sorted(directory.iterdir()):
         with open(path, "rb") as handle:
             os.fsync(handle.fileno())
         sizes[path.name] = path.stat().st_size
+        checksums[path.name] = _checksum(path)
     with open(directory / RECORD, "w", encoding="utf-8") as handle:
-        json.dump({"files": sizes}, handle)
+        json.dump({"files": sizes, "xxh3_128": checksums}, handle)
         handle.flush()
         os.fsync(handle.fileno())
 
