@@ -11,9 +11,9 @@ with bitsandbytes weights (--quantization) is dequantised first, then merged in 
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
 its files, their sizes and checksums (XXH3-128), written last, and an entry is used only if every file is there at
-its recorded size and checksum. One that is not (a copy cut short, a full disk, bytes overwritten in place, an entry
-from before the record held checksums) is named in a warning and converted again. A file checked once is checked
-again only when it changed (its inode, size, modification or change time): a decode after a decode hashes nothing.
+its recorded size and checksum (textbox.utils.checksums). One that is not (a copy cut short, a full disk, bytes
+overwritten in place, an entry from before the record held checksums) is named in a warning and converted again. A
+file checked once is checked again only when it changed: a decode after a decode hashes nothing.
 A complete entry another process published first is kept as it is, never replaced under a process loading it.
 
 Validation converts new weights every time: those conversions go to ``<key>`` under ``ctranslate2/validation/``,
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from textbox.utils import leases
+from textbox.utils import checksums, leases
 from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
 
@@ -276,58 +276,14 @@ def _publish(output: Path, target: Path) -> None:
 
 def damage_of(directory: Path) -> str | None:
     """What is wrong with a cached conversion (None: complete, every file at the size and checksum recorded when
-    written)."""
-    try:
-        record = json.loads((directory / RECORD).read_text(encoding="utf-8"))
-        sizes, checksums = dict(record["files"]), dict(record["xxh3_128"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"no readable {RECORD} with its files' sizes and checksums"
-    for name, size in sizes.items():
-        path = directory / name
-        if not path.is_file():
-            return f"{name} is missing"
-        found = path.stat()
-        if found.st_size != size:
-            return f"{name} has {found.st_size} bytes, {size} were written"
-        stamp = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-        if _checked.get(str(path)) == stamp:
-            continue
-        if _checksum(path) != checksums.get(name):
-            return f"{name} does not hold the bytes written: its checksum differs"
-        _checked[str(path)] = stamp
-    return None
-
-
-# The files this process found intact, with their (inode, size, mtime, ctime) then: any write since changes the
-# change time (even one that puts the modification time back), so an unchanged stamp is an unchanged file.
-_checked: dict[str, tuple[int, int, int, int]] = {}
-
-
-def _checksum(path: Path) -> str:
-    """XXH3-128 of a file's bytes, read in chunks (at memory speed: a model.bin in the page cache costs little
-    next to loading it)."""
-    import xxhash
-
-    digest = xxhash.xxh3_128()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 23):
-            digest.update(chunk)
-    return digest.hexdigest()
+    written; textbox.utils.checksums)."""
+    return checksums.damage_of(directory, RECORD)
 
 
 def _write_record(directory: Path) -> None:
     """Flush every converted file to disk, then record their sizes and checksums (the record last: it marks
     completion)."""
-    sizes, checksums = {}, {}
-    for path in sorted(directory.iterdir()):
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
-        sizes[path.name] = path.stat().st_size
-        checksums[path.name] = _checksum(path)
-    with open(directory / RECORD, "w", encoding="utf-8") as handle:
-        json.dump({"files": sizes, "xxh3_128": checksums}, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    checksums.write_record(directory, RECORD)
 
 
 def decoder_start_token(directory: Path) -> str | None:
