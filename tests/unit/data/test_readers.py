@@ -376,3 +376,28 @@ def test_a_damaged_tabular_file_is_a_data_error_naming_it(tmp_path, extension, d
         assert f"{path} cannot be read as {extension}" in str(error)
     else:  # jsonl/csv rows cut at a row's end are rows: only a format that cannot be cut there must fail
         assert damage == "cut short" and extension in ("jsonl", "csv")
+
+
+@pytest.mark.parametrize("extension", ["jsonl", "parquet"])
+@pytest.mark.parametrize("damage", ["cut short", "overwritten"])
+def test_a_damaged_datasets_cache_of_a_file_is_read_again(tmp_path, extension, damage):
+    """datasets keeps its tables of a json/csv/parquet file under <cache_dir>/datasets/<digest>: one cut short or
+    overwritten in place stopped every later run with an OSError or UnicodeDecodeError traceback (or gave other
+    rows). Its checksums, recorded when it is written, are checked when it is read: the cache is named and the file
+    read again; an intact cache is read as it is."""
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS * 20)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    messages: list[str] = []
+    expected = read_splits(config, ("test",), log=messages.append)["test"]
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected and messages == []
+    (table,) = (tmp_path / "cache" / "datasets").rglob("*.arrow")
+    data = table.read_bytes()
+    table.write_bytes(data[:len(data) // 2] if damage == "cut short"
+                      else data[:-300] + bytes(byte ^ 0xff for byte in data[-300:-292]) + data[-292:])
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected
+    (message,) = messages
+    assert message.startswith(f"the datasets cache {tmp_path / 'cache' / 'datasets'}/") and " is damaged (" in message
+    assert message.endswith(f"reading {path} again")
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected and len(messages) == 1
