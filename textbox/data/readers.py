@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
@@ -22,7 +22,10 @@ from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
 from textbox.data.tables import RawSplit, columns, read_disk, read_hub
-from textbox.utils import checksums
+from textbox.utils import checksums, leases
+
+if TYPE_CHECKING:
+    import datasets
 
 SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
@@ -224,9 +227,6 @@ def read_lines(path: str | Path) -> list[str]:
 
 
 def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Callable[[str], None]) -> RawSplit:
-    import datasets
-    import pyarrow
-
     if not path.is_file():
         raise DataError(f"{path} does not exist; the {name} split of a {path.suffix[1:]} dataset is read from it")
     if path.stat().st_size == 0:
@@ -238,8 +238,20 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Call
     # time (cp -p, rsync -t, an unpacked archive, a coarse file-system clock) would give the old rows back: the
     # cache directory is named after the file's content instead.
     cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
-    # datasets' tables of the file are checked against the checksums recorded when they were written: a damaged one
-    # (a table cut short or overwritten: an OSError or UnicodeDecodeError traceback, or other rows) is read again.
+    with leases.exclusive(cache_dir.with_name(f"{cache_dir.name}{leases.LOCK_SUFFIX}")):  # see _cached_table
+        table = _cached_table(path, builder, name, cache_dir, options, log)
+    return columns(table, str(path), config)
+
+
+def _cached_table(path: Path, builder: str, name: str, cache_dir: Path, options: dict[str, object],
+                  log: Callable[[str], None]) -> datasets.Dataset:
+    """The file's table, from datasets' cache of it in ``cache_dir`` (checked against the checksums recorded when it
+    was written: a damaged one, a table cut short or overwritten, an OSError or UnicodeDecodeError traceback before,
+    is named and the file read again). Called under the entry's lock: its record is written after datasets' tables,
+    and another process must not take an entry being written for one without its record."""
+    import datasets
+    import pyarrow
+
     if cache_dir.is_dir():
         damage = checksums.damage_of(cache_dir, TABLES_RECORD)
         if damage is not None:
@@ -247,7 +259,8 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Call
             _remove(cache_dir)
     # A file damaged where datasets reads it before generating rows (a parquet file cut short has no footer; a
     # jsonl file cut mid-row fails the schema's inference) fails with pyarrow's ArrowInvalid or a plain ValueError
-    # rather than DatasetGenerationError: the file exists and is not empty, so those too are its content.
+    # rather than DatasetGenerationError: the file exists and is not empty, and its cache was checked, so those
+    # too are its content.
     try:
         table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, cache_dir=str(cache_dir),
                                       **options)
@@ -256,7 +269,7 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Call
                         f"damaged or not {path.suffix[1:]}: write it again (or restore a copy)") from error
     if not (cache_dir / TABLES_RECORD).is_file():
         checksums.write_record(cache_dir, TABLES_RECORD, suffixes=(".arrow", ".json"))
-    return columns(table, str(path), config)
+    return table
 
 
 def _remove(directory: Path) -> None:

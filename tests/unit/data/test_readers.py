@@ -401,3 +401,31 @@ def test_a_damaged_datasets_cache_of_a_file_is_read_again(tmp_path, extension, d
     assert message.startswith(f"the datasets cache {tmp_path / 'cache' / 'datasets'}/") and " is damaged (" in message
     assert message.endswith(f"reading {path} again")
     assert read_splits(config, ("test",), log=messages.append)["test"] == expected and len(messages) == 1
+
+
+def test_a_datasets_cache_another_process_is_writing_is_waited_for_not_taken_for_damaged(tmp_path):
+    """Study workers and the ranks of a run read the same file into one cache: the record of datasets' tables is
+    written after them, so a process finding the tables without it must wait for the writer (the entry's lock), not
+    remove them as damaged under it. The other process is played by a lock taken here on a file opened anew (flock
+    locks of two open files conflict as two processes' do)."""
+    import threading
+
+    from textbox.utils import checksums, leases
+    from textbox.data.readers import TABLES_RECORD
+
+    path = tmp_path / "data" / "test.jsonl"
+    path.parent.mkdir()
+    write_tabular(path, "jsonl", RECORDS)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    expected = read_splits(config, ("test",), log=print)["test"]
+    (entry,) = [found for found in (tmp_path / "cache" / "datasets").iterdir() if found.is_dir()]
+    messages: list[str] = []
+    with leases.exclusive(entry.with_name(f"{entry.name}.lock")):  # the other process, writing the entry
+        (entry / TABLES_RECORD).unlink()
+        reader = threading.Thread(target=lambda: messages.append(read_splits(config, ("test",), log=messages.append)))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and entry.is_dir()  # waiting, the tables left alone
+        checksums.write_record(entry, TABLES_RECORD, suffixes=(".arrow", ".json"))  # the writer finishes
+    reader.join(timeout=60)
+    assert messages == [{"test": expected}]
