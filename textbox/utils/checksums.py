@@ -49,7 +49,8 @@ def damage_of(directory: Path, record: str) -> str | None:
         written = json.loads((directory / record).read_text(encoding="utf-8"))
         sizes, checksums = dict(written["files"]), dict(written["xxh3_128"])
     except (OSError, ValueError, KeyError, TypeError):
-        return f"no readable {record} with its files' sizes and checksums"
+        return (f"no readable {record}, the record of its files' sizes and checksums written last: a write cut "
+                f"short, or an entry from before entries carried one")
     for name, size in sizes.items():
         path = directory / name
         if not path.is_file():
