@@ -32,7 +32,7 @@ TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "p
 QUICK_TEST_EXAMPLES = 32
 COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular, hub and disk readers only
 HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only (split_names: disk too)
-TABLES_RECORD = "textbox_checksums.json"  # datasets' tables of a file: their sizes and checksums (textbox.utils.checksums)
+TABLES_RECORD = "textbox_checksums.json"  # datasets' tables of a file: sizes and checksums (textbox.utils.checksums)
 
 
 def dataset_directory(config: Config) -> Path:

@@ -410,8 +410,8 @@ def test_a_datasets_cache_another_process_is_writing_is_waited_for_not_taken_for
     locks of two open files conflict as two processes' do)."""
     import threading
 
-    from textbox.utils import checksums, leases
     from textbox.data.readers import TABLES_RECORD
+    from textbox.utils import checksums, leases
 
     path = tmp_path / "data" / "test.jsonl"
     path.parent.mkdir()
