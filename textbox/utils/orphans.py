@@ -6,6 +6,10 @@ ends of: a driver killed with ``kill -9`` (or for memory) left them waiting for 
 does: on Linux the kernel sends it SIGKILL the moment the parent ends (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
 daemon thread sees the parent gone (the process is re-parented: ``os.getppid()`` changes) within a second and ends the
 process. A parent that ended before the call is caught too.
+
+Linux sends the signal when the *thread* that started the worker ends: the pool's workers are started by the thread
+that runs the study (``run_jobs``), which outlives its pool (it shuts the pool down before it returns). The worker
+must be the parent's own child (spawn or fork; a forkserver's children have the server as parent).
 """
 from __future__ import annotations
 
