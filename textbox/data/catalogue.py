@@ -4,7 +4,8 @@ A catalogue entry is a configs/dataset/<name>.yaml whose ``catalogue`` key names
 archive TextBox 2.0 published there (RUCAIBox/<Task>, <name>.tgz: {train,valid,test}.{src,tgt}, one example a line,
 the form its settings were chosen for). The archive is fetched once through the hub cache (huggingface_hub: a
 progress bar; with HF_HUB_OFFLINE=1 it is read from the cache) and unpacked under <cache_dir>/catalogue/<name>,
-which the plain reader then reads. A local copy wins: dataset/<name>/, or --data_path.
+which the plain reader then reads, checked against the sizes and checksums of its files recorded when unpacked: a
+damaged one is named in the log and unpacked again. A local copy wins: dataset/<name>/, or --data_path.
 
 Config validation imports this module: huggingface_hub is imported only to look or fetch.
 """
@@ -18,11 +19,12 @@ from typing import Any, Callable, Mapping, TypedDict
 
 from textbox.config.errors import DataError
 from textbox.data.tables import original_problems
-from textbox.utils import yaml_numbers
+from textbox.utils import checksums, yaml_numbers
 from textbox.utils.atomic import atomic_directory
 
 FIELDS = ("repo", "file", "swap", "task", "licence", "original")
 SPLITS = ("train", "valid", "test")
+RECORD = "textbox_checksums.json"  # the unpacked files' sizes and checksums, written last (textbox.utils.checksums)
 
 
 class CatalogueEntry(TypedDict, total=False):
@@ -85,7 +87,12 @@ def ensure(name: str, entry: CatalogueEntry, cache_dir: str | Path, log: Callabl
     downloading it first when online."""
     directory = unpacked_directory(cache_dir, name)
     if _has_splits(directory):
-        return directory
+        damage = checksums.damage_of(directory, RECORD)
+        if damage is None:
+            return directory
+        if not (directory / RECORD).exists() and _offline() and cached_archive(entry) is None:
+            return directory  # unpacked before entries carried a record, its archive gone: read as it is
+        log(f"the unpacked catalogue entry {directory} is damaged ({damage}); unpacking it again")
     problem = availability_problem(name, entry, cache_dir)
     if problem:
         raise DataError(problem)
@@ -103,6 +110,7 @@ def ensure(name: str, entry: CatalogueEntry, cache_dir: str | Path, log: Callabl
     log(f"unpacking {archive} into {directory}")
     with atomic_directory(directory) as staging:
         _unpack(archive, Path(staging), bool(entry.get("swap")))
+        checksums.write_record(Path(staging), RECORD)
     return directory
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 import codecs
 import hashlib
+import os
+import shutil
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
@@ -20,12 +22,17 @@ from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.split import Split
 from textbox.data.tables import RawSplit, columns, read_disk, read_hub
+from textbox.utils import checksums, leases
+
+if TYPE_CHECKING:
+    import datasets
 
 SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
 QUICK_TEST_EXAMPLES = 32
 COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular, hub and disk readers only
 HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only (split_names: disk too)
+TABLES_RECORD = "textbox_checksums.json"  # datasets' tables of a file: sizes and checksums (textbox.utils.checksums)
 
 
 def dataset_directory(config: Config) -> Path:
@@ -60,7 +67,7 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
     directory, data_format = locate_data(config, names, log)
     splits = {}
     for name in names:
-        split = _check(name, _read_raw(config, data_format, directory, name))
+        split = _check(name, _read_raw(config, data_format, directory, name, log))
         if config.group_references and name != "train":
             split = group_references(split)
         splits[name] = _first_examples(split, config.quick_test)
@@ -85,7 +92,7 @@ def read_source_only_splits(config: Config, names: Sequence[str],
             origin = str(path)
             locate = lambda i, origin=origin: f"{origin}:{i + 1}"  # noqa: E731
         else:  # json/csv/parquet/hub: the source column stands in for the target column too
-            raw = _read_raw(config.replace(tgt_field=config.src_field), data_format, directory, name)
+            raw = _read_raw(config.replace(tgt_field=config.src_field), data_format, directory, name, log)
             sources, locate, origin = list(raw.sources), raw.locate_source, f"the {config.src_field!r} column"
         for i, source in enumerate(sources):
             if not isinstance(source, str) or not source.strip():
@@ -164,14 +171,15 @@ def _first_examples(split: Split, quick_test: bool | int) -> Split:
     return Split(split.name, split.sources[:limit], split.targets[:limit])
 
 
-def _read_raw(config: Config, data_format: str, directory: Path, name: str) -> RawSplit:
+def _read_raw(config: Config, data_format: str, directory: Path, name: str,
+              log: Callable[[str], None] = print) -> RawSplit:
     if data_format == "plain":
         return _read_plain(directory, name)
     if data_format == "hub":
         return read_hub(config, name)
     if data_format == "disk":
         return read_disk(config, directory, name)
-    return _read_tabular(config, directory / f"{name}.{data_format}", TABULAR_BUILDERS[data_format], name)
+    return _read_tabular(config, directory / f"{name}.{data_format}", TABULAR_BUILDERS[data_format], name, log)
 
 
 def _read_plain(directory: Path, name: str) -> RawSplit:
@@ -218,9 +226,7 @@ def read_lines(path: str | Path) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSplit:
-    import datasets
-
+def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Callable[[str], None]) -> RawSplit:
     if not path.is_file():
         raise DataError(f"{path} does not exist; the {name} split of a {path.suffix[1:]} dataset is read from it")
     if path.stat().st_size == 0:
@@ -232,12 +238,48 @@ def _read_tabular(config: Config, path: Path, builder: str, name: str) -> RawSpl
     # time (cp -p, rsync -t, an unpacked archive, a coarse file-system clock) would give the old rows back: the
     # cache directory is named after the file's content instead.
     cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
+    with leases.exclusive(cache_dir.with_name(f"{cache_dir.name}{leases.LOCK_SUFFIX}")):  # see _cached_table
+        table = _cached_table(path, builder, name, cache_dir, options, log)
+    return columns(table, str(path), config)
+
+
+def _cached_table(path: Path, builder: str, name: str, cache_dir: Path, options: dict[str, object],
+                  log: Callable[[str], None]) -> datasets.Dataset:
+    """The file's table, from datasets' cache of it in ``cache_dir`` (checked against the checksums recorded when it
+    was written: a damaged one, a table cut short or overwritten, an OSError or UnicodeDecodeError traceback before,
+    is named and the file read again). Called under the entry's lock: its record is written after datasets' tables,
+    and another process must not take an entry being written for one without its record."""
+    import datasets
+    import pyarrow
+
+    if cache_dir.is_dir():
+        damage = checksums.damage_of(cache_dir, TABLES_RECORD)
+        if damage is not None:
+            log(f"the datasets cache {cache_dir} of {path} is damaged ({damage}); reading {path} again")
+            _remove(cache_dir)
+    # A file damaged where datasets reads it before generating rows (a parquet file cut short has no footer; a
+    # jsonl file cut mid-row fails the schema's inference) fails with pyarrow's ArrowInvalid or a plain ValueError
+    # rather than DatasetGenerationError: the file exists and is not empty, and its cache was checked, so those
+    # too are its content.
     try:
         table = datasets.load_dataset(builder, data_files={name: str(path)}, split=name, cache_dir=str(cache_dir),
                                       **options)
-    except datasets.exceptions.DatasetGenerationError as error:
-        raise DataError(f"{path} cannot be read as {path.suffix[1:]}: {error.__cause__ or error}") from error
-    return columns(table, str(path), config)
+    except (datasets.exceptions.DatasetGenerationError, pyarrow.ArrowException, ValueError) as error:
+        raise DataError(f"{path} cannot be read as {path.suffix[1:]} ({error.__cause__ or error}); the file is "
+                        f"damaged or not {path.suffix[1:]}: write it again (or restore a copy)") from error
+    if not (cache_dir / TABLES_RECORD).is_file():
+        checksums.write_record(cache_dir, TABLES_RECORD, suffixes=(".arrow", ".json"))
+    return table
+
+
+def _remove(directory: Path) -> None:
+    """Take ``directory`` away at once (a rename: another process never finds half of it), then delete it."""
+    gone = directory.with_name(f".{directory.name}.damaged-{os.getpid()}")
+    try:
+        os.rename(directory, gone)
+    except OSError:  # another process took it away first
+        return
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def _content_digest(path: Path) -> str:

@@ -17,7 +17,9 @@ the source is encoded as for any other model, within ``src_len``.
 The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
 releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
 layout (decoder-only or not). Entries are written atomically, so several processes (or a killed one) never leave
-a partial entry behind, and checked when read: a damaged one is tokenised again.
+a partial entry behind, and checked when read against the sizes and checksums of their files recorded when written
+(textbox.utils.checksums): a damaged one (a file cut short, missing or overwritten in place, no record) is named in
+the log and tokenised again.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from textbox.config.families import is_decoder_only
 from textbox.config.loader import Config
 from textbox.data.split import Split
 from textbox.tokens.languages import source_head
+from textbox.utils import checksums
 from textbox.utils.atomic import atomic_directory
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 
 CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
+RECORD = "textbox_checksums.json"  # an entry's files, their sizes and checksums: written last (textbox.utils.checksums)
 
 
 def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrainedTokenizerBase,
@@ -58,6 +62,7 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
         if cached is None:
             with atomic_directory(path) as staging:
                 _tokenize(config, split, tokenizer, head, path.name).save_to_disk(str(staging))
+                checksums.write_record(staging, RECORD)
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
             cached = datasets.load_from_disk(str(path))
         tokenized[name] = cached
@@ -65,12 +70,17 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
 
 
 def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.Dataset | None":
-    """The cache entry at ``path`` when it is there and whole: it loads, with its two columns and one row per
-    example. A damaged one (a truncated or missing file, as a failing disk or a partial copy leaves it) is
-    reported and None returned, so that it is rebuilt instead of failing every later run."""
+    """The cache entry at ``path`` when it is there and whole: its files hold the bytes written, it loads, with its
+    two columns and one row per example. A damaged one (a truncated, missing or overwritten file, as a failing disk
+    or a partial copy leaves it) is reported and None returned, so that it is rebuilt instead of failing every later
+    run or training on other token ids."""
     import datasets
 
     if not path.is_dir():
+        return None
+    damage = checksums.damage_of(path, RECORD)
+    if damage is not None:
+        log(f"the tokenized cache entry {path} is damaged ({damage}); tokenizing again")
         return None
     try:
         data = datasets.load_from_disk(str(path))

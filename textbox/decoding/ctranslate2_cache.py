@@ -10,9 +10,11 @@ the same weights convert once whatever path they came from. LoRA/IA3 adapters ar
 with bitsandbytes weights (--quantization) is dequantised first, then merged in float.
 
 A cache never poisons a run: a conversion is published by one rename of a complete directory holding a record of
-its files and sizes, written last, and an entry is used only if every file is there at its recorded size. One
-that is not (a copy cut short, a full disk, an entry from before the record existed) is converted again. A
-complete entry another process published first is kept as it is, never replaced under a process loading it.
+its files, their sizes and checksums (XXH3-128), written last, and an entry is used only if every file is there at
+its recorded size and checksum (textbox.utils.checksums). One that is not (a copy cut short, a full disk, bytes
+overwritten in place, an entry from before the record held checksums) is named in a warning and converted again. A
+file checked once is checked again only when it changed: a decode after a decode hashes nothing.
+A complete entry another process published first is kept as it is, never replaced under a process loading it.
 
 Validation converts new weights every time: those conversions go to ``<key>`` under ``ctranslate2/validation/``,
 which processes share (study workers, two runs, the ranks of one run). A process holds a lease on the entry it
@@ -45,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from textbox.utils import leases
+from textbox.utils import checksums, leases
 from textbox.utils.atomic import swap_in
 from textbox.utils.logging import get_logger
 
@@ -76,7 +78,7 @@ _STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "floa
 # converter reads neither (it is handed the model).
 _PROVENANCE = ("_name_or_path", "_commit_hash", "transformers_version", "architectures", "dtype", "torch_dtype")
 _SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
-RECORD = "textbox_conversion.json"  # the files of a complete conversion and their sizes, written last
+RECORD = "textbox_conversion.json"  # the files of a complete conversion, their sizes and checksums, written last
 VALIDATION = "validation"  # the directory of validation conversions, shared by the processes using the cache
 _KEY = r"[0-9a-f]{32}"  # a content key (content_key): every name of an entry holds its key
 
@@ -236,7 +238,7 @@ def _found_or_converted(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBa
         damage = damage_of(target)
         if damage is None:
             return target, False
-        get_logger().warning(f"the cached CTranslate2 conversion {target} is incomplete ({damage}): converting "
+        get_logger().warning(f"the cached CTranslate2 conversion {target} is damaged ({damage}): converting "
                              f"the model again")
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -273,31 +275,15 @@ def _publish(output: Path, target: Path) -> None:
 
 
 def damage_of(directory: Path) -> str | None:
-    """What is wrong with a cached conversion (None: complete, every file at the size recorded when written)."""
-    try:
-        sizes = json.loads((directory / RECORD).read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"no readable {RECORD}"
-    for name, size in sizes.items():
-        path = directory / name
-        if not path.is_file():
-            return f"{name} is missing"
-        if path.stat().st_size != size:
-            return f"{name} has {path.stat().st_size} bytes, {size} were written"
-    return None
+    """What is wrong with a cached conversion (None: complete, every file at the size and checksum recorded when
+    written; textbox.utils.checksums)."""
+    return checksums.damage_of(directory, RECORD)
 
 
 def _write_record(directory: Path) -> None:
-    """Flush every converted file to disk, then record their sizes (the record last: it marks completion)."""
-    sizes = {}
-    for path in sorted(directory.iterdir()):
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
-        sizes[path.name] = path.stat().st_size
-    with open(directory / RECORD, "w", encoding="utf-8") as handle:
-        json.dump({"files": sizes}, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    """Flush every converted file to disk, then record their sizes and checksums (the record last: it marks
+    completion)."""
+    checksums.write_record(directory, RECORD)
 
 
 def decoder_start_token(directory: Path) -> str | None:

@@ -2,6 +2,9 @@
 
 Byte-level BPE never needs <unk> (every byte is in the alphabet), so any text round-trips through
 encode/decode; the special tokens follow BART's ids so a from-scratch model matches BART's conventions.
+A cached tokenizer is checked when read against its files' sizes and checksums recorded when it was written
+(textbox.utils.checksums): a damaged one is named in the log and trained again (the same corpus trains the same
+tokenizer).
 """
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from textbox.model.built_model import TrainingTexts
+from textbox.utils import checksums
 from textbox.utils.atomic import atomic_directory
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
 SPECIAL_TOKENS = (BOS, PAD, EOS, UNK, MASK)  # ids 0..4, in this order
+RECORD = "textbox_checksums.json"  # the cached tokenizer's files, their sizes and checksums (written last)
 
 
 def tokenizer_texts(train_split: TrainingTexts) -> list[str]:
@@ -30,12 +35,21 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: in
     """Train (or load from ``cache_dir``/tokenizers/<digest>) a tokenizer whose ``encode`` adds <s> ... </s>."""
     corpus = list(texts)
     cached = Path(cache_dir) / "tokenizers" / _digest(corpus, vocab_size, min_frequency)
-    if (cached / "tokenizer.json").is_file():
-        log(f"loaded tokenizer from cache {cached}")
-        return AutoTokenizer.from_pretrained(cached)
+    if cached.is_dir():
+        damage = checksums.damage_of(cached, RECORD)
+        if damage is None:
+            try:
+                loaded = AutoTokenizer.from_pretrained(cached)
+            except (OSError, ValueError) as error:  # bytes as written that this release cannot read
+                damage = f"{type(error).__name__}: {error}"
+            else:
+                log(f"loaded tokenizer from cache {cached}")
+                return loaded
+        log(f"the cached tokenizer {cached} is damaged ({damage}); training it again")
     tokenizer = _train(corpus, vocab_size, min_frequency)
     with atomic_directory(cached) as tmp:
         tokenizer.save_pretrained(tmp)
+        checksums.write_record(tmp, RECORD)
     log(f"trained a byte-level BPE tokenizer ({len(tokenizer)} tokens) on {len(corpus)} texts; cached in {cached}")
     # The reloaded copy, so that this run and every later one (which loads the cache) use an identical
     # tokenizer: same behaviour and the same fingerprint for the tokenised-data cache.

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 try:
     import fcntl
@@ -46,6 +47,20 @@ def hold(lock_path: Path) -> Lease:
     """A shared lease on ``lock_path`` (created when missing); waits only while a cleaner removes that entry."""
     descriptor = _locked(lock_path, exclusive=False)
     return Lease(lock_path, descriptor if descriptor is not None and descriptor >= 0 else None)
+
+
+@contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Held alone while the block runs (``lock_path`` created when missing): for a process that checks an entry,
+    then builds or repairs it, so that no other process finds it half-built and takes it for damaged. Where locks are
+    unavailable the block runs unlocked."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = _locked(lock_path, exclusive=True)
+    try:
+        yield
+    finally:
+        if descriptor is not None and descriptor >= 0:
+            os.close(descriptor)
 
 
 def remove_unheld(directory: Path, key_of: Callable[[str], str | None], keep: set[str]) -> list[str]:

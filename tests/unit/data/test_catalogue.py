@@ -157,3 +157,23 @@ def test_a_local_copy_wins_over_the_catalogue(tmp_path: Path, data_dir: Path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.splitlines()[-1])["train"] == [["a b"], [["c d"]]]
     assert not (tmp_path / "cache" / "catalogue").exists()
+
+
+def test_an_unpacked_entry_damaged_in_place_is_unpacked_again(tmp_path: Path):
+    """A file of the unpacked copy overwritten at the same size (a bad sector, an editor) was read as it was: other
+    examples, or a non-UTF-8 error naming a file in the cache. Its checksum, recorded when it was unpacked, is
+    checked when it is read: the entry is named and unpacked again from the archive."""
+    cache = _hub_cache(tmp_path / "hub", "RUCAIBox/Summarization", "samsum.tgz", "samsum",
+                       {"src": ["Amy: hi Bob: hello"], "tgt": ["Amy greets Bob."]})
+    args = ["--dataset=samsum", "--model=bart", "--model_path=x", f"--cache_dir={tmp_path / 'cache'}"]
+    first = _run(args, tmp_path, cache)
+    assert first.returncode == 0, first.stderr[-2000:]
+    unpacked = tmp_path / "cache" / "catalogue" / "samsum"
+    source = unpacked / "train.src"
+    source.write_bytes(source.read_bytes().replace(b"hi", b"\xff\xfe"))
+    again = _run(args, tmp_path, cache)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"the unpacked catalogue entry {unpacked} is damaged (train.src does not hold the bytes written" \
+        in again.stderr
+    assert json.loads(again.stdout.splitlines()[-1])["train"] == json.loads(first.stdout.splitlines()[-1])["train"]
+    assert source.read_text() == "train Amy: hi Bob: hello\n"

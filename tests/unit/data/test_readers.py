@@ -356,3 +356,76 @@ def test_data_format_hub_with_a_catalogue_dataset_needs_no_hub_name_where_it_nam
         "Samsung/samsum"
     with pytest.raises(ConfigError, match="the catalogue entry 'squad' names no original hub dataset"):
         load_checked_config(["--dataset=squad", "--data_format=hub"])
+
+
+@pytest.mark.parametrize("extension", ["json", "jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("damage", ["cut short", "not this format"])
+def test_a_damaged_tabular_file_is_a_data_error_naming_it(tmp_path, extension, damage):
+    """A parquet file cut short (a copy interrupted, a full disk) has no footer: pyarrow's ArrowInvalid escaped the
+    readers, which caught only datasets' DatasetGenerationError, as a traceback. Every format's damaged file is a
+    DataError naming the file and what to do."""
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS * 20)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2 + 3] if damage == "cut short" else bytes(range(256)) * 4)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    try:
+        read_splits(config, ("test",))
+    except DataError as error:
+        assert f"{path} cannot be read as {extension}" in str(error)
+    else:  # jsonl/csv rows cut at a row's end are rows: only a format that cannot be cut there must fail
+        assert damage == "cut short" and extension in ("jsonl", "csv")
+
+
+@pytest.mark.parametrize("extension", ["jsonl", "parquet"])
+@pytest.mark.parametrize("damage", ["cut short", "overwritten"])
+def test_a_damaged_datasets_cache_of_a_file_is_read_again(tmp_path, extension, damage):
+    """datasets keeps its tables of a json/csv/parquet file under <cache_dir>/datasets/<digest>: one cut short or
+    overwritten in place stopped every later run with an OSError or UnicodeDecodeError traceback (or gave other
+    rows). Its checksums, recorded when it is written, are checked when it is read: the cache is named and the file
+    read again; an intact cache is read as it is."""
+    path = tmp_path / "data" / f"test.{extension}"
+    path.parent.mkdir()
+    write_tabular(path, extension, RECORDS * 20)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    messages: list[str] = []
+    expected = read_splits(config, ("test",), log=messages.append)["test"]
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected and messages == []
+    (table,) = (tmp_path / "cache" / "datasets").rglob("*.arrow")
+    data = table.read_bytes()
+    table.write_bytes(data[:len(data) // 2] if damage == "cut short"
+                      else data[:-300] + bytes(byte ^ 0xff for byte in data[-300:-292]) + data[-292:])
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected
+    (message,) = messages
+    assert message.startswith(f"the datasets cache {tmp_path / 'cache' / 'datasets'}/") and " is damaged (" in message
+    assert message.endswith(f"reading {path} again")
+    assert read_splits(config, ("test",), log=messages.append)["test"] == expected and len(messages) == 1
+
+
+def test_a_datasets_cache_another_process_is_writing_is_waited_for_not_taken_for_damaged(tmp_path):
+    """Study workers and the ranks of a run read the same file into one cache: the record of datasets' tables is
+    written after them, so a process finding the tables without it must wait for the writer (the entry's lock), not
+    remove them as damaged under it. The other process is played by a lock taken here on a file opened anew (flock
+    locks of two open files conflict as two processes' do)."""
+    import threading
+
+    from textbox.data.readers import TABLES_RECORD
+    from textbox.utils import checksums, leases
+
+    path = tmp_path / "data" / "test.jsonl"
+    path.parent.mkdir()
+    write_tabular(path, "jsonl", RECORDS)
+    config = make_config(data_path=str(path.parent), cache_dir=str(tmp_path / "cache"))
+    expected = read_splits(config, ("test",), log=print)["test"]
+    (entry,) = [found for found in (tmp_path / "cache" / "datasets").iterdir() if found.is_dir()]
+    messages: list[str] = []
+    with leases.exclusive(entry.with_name(f"{entry.name}.lock")):  # the other process, writing the entry
+        (entry / TABLES_RECORD).unlink()
+        reader = threading.Thread(target=lambda: messages.append(read_splits(config, ("test",), log=messages.append)))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and entry.is_dir()  # waiting, the tables left alone
+        checksums.write_record(entry, TABLES_RECORD, suffixes=(".arrow", ".json"))  # the writer finishes
+    reader.join(timeout=60)
+    assert messages == [{"test": expected}]

@@ -349,8 +349,34 @@ def test_a_damaged_conversion_in_the_cache_is_converted_again(trained, pairs, tm
     ctranslate2_engine._loaded.clear()  # as in a new run
     with caplog.at_level(logging.WARNING):
         assert _decode(trained, pairs, tmp_path, settings, "ctranslate2") == expected
-    assert "is incomplete (model.bin has" in caplog.text and "converting the model again" in caplog.text
+    assert "is damaged (model.bin has" in caplog.text and "converting the model again" in caplog.text
     assert weights.stat().st_size == size
+
+
+@pytest.mark.parametrize("damaged", ["config.json", "vocabulary", "model.bin"])
+def test_a_conversion_damaged_in_place_is_converted_again(trained, pairs, tmp_path, caplog, damaged):
+    """Bytes of a cached conversion overwritten at the same size (a bad sector, a stray write, an editor): a
+    config.json that was no longer UTF-8 stopped the run with "unexpected UnicodeDecodeError", the entry not named,
+    and a model.bin with other bytes would have decoded with other weights. Every file's checksum is recorded when
+    the entry is published and checked when it is read: the entry is named and converted again."""
+    model, tokenizer = trained
+    settings = {"max_new_tokens": 10}
+    expected = _decode(trained, pairs, tmp_path, settings, "ctranslate2")
+    (converted,) = (tmp_path / "cache" / "ctranslate2").glob("[0-9a-f]*")
+    (path,) = [path for path in converted.iterdir() if path.name.startswith(damaged)
+               or damaged == "vocabulary" and path.name.endswith("vocabulary.json")]
+    written = path.read_bytes()
+    middle = len(written) // 2
+    path.write_bytes(written[:middle] + b"\xff\xfe\x00\x01" + written[middle + 4:])
+    assert path.stat().st_size == len(written)
+    from textbox.decoding import ctranslate2_engine
+
+    ctranslate2_engine._loaded.clear()  # as in a new run
+    with caplog.at_level(logging.WARNING):
+        assert _decode(trained, pairs, tmp_path, settings, "ctranslate2") == expected
+    assert f"the cached CTranslate2 conversion {converted} is damaged ({path.name}" in caplog.text
+    assert "converting the model again" in caplog.text
+    assert path.read_bytes() == written
 
 
 def test_the_conversion_cache_tells_apart_tokenizers_with_other_special_tokens(trained, tmp_path):

@@ -52,6 +52,30 @@ def test_second_call_loads_the_cached_tokenizer(tmp_path, train):
     assert second.get_vocab() == first.get_vocab()
 
 
+@pytest.mark.parametrize("damage", ["overwritten", "cut short", "no record"])
+def test_a_damaged_cached_tokenizer_is_trained_again(tmp_path, train, damage):
+    """A cached tokenizer.json overwritten in place (a bad sector, a stray write) was loaded as it was: a JSON or
+    UTF-8 error as a traceback, or another vocabulary. Its checksum is recorded when it is cached and checked when
+    it is read: the entry is named and the tokenizer trained again, the same one."""
+    first = train(tmp_path)
+    (cached,) = (tmp_path / "tokenizers").iterdir()
+    path = cached / "tokenizer.json"
+    data = path.read_bytes()
+    if damage == "overwritten":
+        path.write_bytes(data[:len(data) // 2] + b"\xff\xfe\x00\x01" + data[len(data) // 2 + 4:])
+    elif damage == "cut short":
+        path.write_bytes(data[:len(data) // 2])
+    else:
+        (cached / "textbox_checksums.json").unlink()
+    messages: list[str] = []
+    again = train(tmp_path, messages=messages)
+    assert messages[0].startswith(f"the cached tokenizer {cached} is damaged (")
+    assert "trained" in messages[1]
+    assert again.get_vocab() == first.get_vocab() and path.read_bytes() == data
+    assert train(tmp_path, messages=messages).get_vocab() == first.get_vocab()
+    assert messages[2] == f"loaded tokenizer from cache {cached}"
+
+
 def test_other_texts_or_settings_get_their_own_cache_entry(tmp_path, train, corpus):
     train(tmp_path)
     train(tmp_path, vocab_size=280)

@@ -2,7 +2,9 @@
 
 A run that raises is an outcome (its error and traceback are kept), never the end of the study; a stop
 request (Ctrl-C, RunInterrupted) still stops everything, so that the study can be resumed. So does a
-worker process that dies without an exception (killed for memory, a crash in native code).
+worker process that dies without an exception (killed for memory, a crash in native code). A worker process ends
+with the process running the study (textbox.utils.orphans): a study killed with ``kill -9`` leaves no worker behind
+holding memory (or a GPU's) while the study is resumed.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from textbox.checks import load_checked_config
 from textbox.config import RunInterrupted, TextBoxError
 from textbox.config.launcher import worker_gpu_ids
 from textbox.utils.logging import silenced_console
+from textbox.utils.orphans import end_with_parent
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -84,7 +87,7 @@ def run_jobs(next_job: Callable[[], Job[JobKey] | None], on_outcome: Callable[[J
     context = multiprocessing.get_context("spawn")
     devices = _device_shares(first.overrides.get("gpu_id"), workers, context)  # each worker its own GPU(s)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_share_cpus, initargs=(workers, devices))
+                               initializer=_start_worker, initargs=(os.getpid(), workers, devices))
     running: dict[Future[Outcome], JobKey] = {pool.submit(execute, first.overrides, runner): first.key}
     try:
         while True:
@@ -100,6 +103,13 @@ def run_jobs(next_job: Callable[[], Job[JobKey] | None], on_outcome: Callable[[J
                            f"(killed, e.g. for memory, or crashed); finished runs are saved") from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_worker(parent_pid: int, workers: int, devices: Queue[str] | None = None) -> None:
+    """A pool worker's start: it ends with the study's process (``parent_pid``), then takes its share of the
+    machine (``_share_cpus``)."""
+    end_with_parent(parent_pid)
+    _share_cpus(workers, devices)
 
 
 def _share_cpus(workers: int, devices: Queue[str] | None = None) -> None:
