@@ -63,6 +63,23 @@ def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tm
         a_config(tmp_path, resume=True)  # found while the config loads, before anything is built
 
 
+def test_resuming_a_run_killed_before_its_first_checkpoint_last_is_an_input_error(tmp_path, fresh_accelerate_state,
+                                                                                    capsys):
+    """A run killed (SIGKILL, a lost machine) before its first checkpoint_last has a config.yaml but nothing to
+    continue: --resume=True says so and exits 2 (an input error), before anything is built, changing nothing."""
+    run = tmp_path / "run"
+    run.mkdir()
+    data = make_copy_dataset(tmp_path / "copy")
+    run_dirs.write_run_config(a_config(tmp_path, data_path=data, dataset="copy", tracker="none"), run)
+    before = sorted(path.name for path in run.iterdir())
+    code = run_cli([f"--saved_dir={tmp_path}", "--filename=run", "--resume=True"])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert f"error: --resume=True: the run in {run} has no {LAST_CHECKPOINT}" in err
+    assert "start it again without --resume" in err and "Traceback" not in err
+    assert sorted(path.name for path in run.iterdir()) == before
+
+
 def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
     run = tmp_path / "run"
     run.mkdir()
