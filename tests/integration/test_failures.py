@@ -218,6 +218,31 @@ def test_an_unexpected_error_is_one_console_line_and_a_traceback_in_project_log(
 
 
 @pytest.mark.slow
+def test_a_metric_failing_on_the_test_split_costs_that_metric_alone(tiny_run_args, tmp_path, capsys,
+                                                                    fresh_accelerate_state):
+    """Training done, the test pass decoded, one metric fails while scoring: the other figures, generation.txt and
+    results.json (with metric_errors) are written, the run is not marked FAILED, one error line says which metric
+    and where the rest is, and the exit code is 1 so that scripts notice."""
+    unloadable = tmp_path / "unloadable"
+    unloadable.mkdir()
+    (unloadable / "config.json").write_text("{}")  # passes the checks before the first step, fails when loaded
+    code = run_cli([*tiny_run_args, "--metrics=['bleu','bert_score']", f"--bert_score_model_path={unloadable}"])
+    console = capsys.readouterr().err
+    run = tmp_path / "run"
+    assert code == 1, console[-3000:]
+    assert "Traceback" not in console
+    assert console.rstrip().splitlines()[-1] == (
+        "error: metric(s) bert_score failed on the test split (results.json's metric_errors says why); the other "
+        f"figures and the outputs are in {run}")
+    results = json.loads((run / "results.json").read_text())
+    assert "bleu" in results["test"] and not any(name.startswith("bert_score") for name in results["test"])
+    assert results["metric_errors"]["bert_score"].startswith(f"bert_score_model_path={unloadable}: cannot load")
+    assert len((run / "generation.txt").read_text().splitlines()) == 8
+    assert not (run / "FAILED").exists()
+    assert "metric bert_score failed on the test split: bert_score_model_path=" in (run / "project.log").read_text()
+
+
+@pytest.mark.slow
 def test_a_framework_error_after_the_directory_exists_is_logged_and_marked(tiny_run_args, tmp_path, monkeypatch,
                                                                            capsys, fresh_accelerate_state):
     monkeypatch.setattr("textbox.pipeline.recipe._fit_and_evaluate", failing(TextBoxError("the disk is full")))

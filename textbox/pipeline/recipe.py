@@ -231,6 +231,11 @@ def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Train
         results["test"] = report.figures
         if report.details is not None:
             details = report.details
+        if report.errors:  # that metric alone is lost: the other figures, the outputs and results.json are written
+            results["metric_errors"] = dict(report.errors)
+            for metric, message in report.errors.items():
+                run.logger.error(f"metric {metric} failed on the test split: {message}; the other figures "
+                                 f"and the outputs are kept (results.json's metric_errors)")
         if run.is_main_process:
             sequences = report.sequences or []
             if every := write_generations(run.run_dir / "generation.txt", sequences):
