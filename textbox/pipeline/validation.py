@@ -40,8 +40,8 @@ class RunValidation(ValidationHook):
         unscored = [name for name in names if name.lower() not in report.figures]
         if unscored and report.errors:  # a failed metric made the figure that chooses
             why = "; ".join(f"{metric}: {message}" for metric, message in report.errors.items())
-            raise TextBoxError(f"--metrics_for_best_model={list(names)}: {', '.join(unscored)} could not be "
-                               f"computed on the valid split ({why}); fix that metric, or choose the best model "
+            raise TextBoxError(f"{self.run.config.where('metrics_for_best_model')}: {', '.join(unscored)} could not "
+                               f"be computed on the valid split ({why}); fix that metric, or choose the best model "
                                f"by other figures")
         return Validation(report.figures, selection_score(report.figures, names, self.run.config))
 
