@@ -266,13 +266,13 @@ def compute_metrics(names: Sequence[str], hypotheses: list[str], references: lis
 
 
 def failure_message(error: BaseException) -> str:
-    """One line saying why a metric failed: a TextBox error's own message, else the exception's type and first
-    line."""
-    text = str(error).strip()
-    first = text.splitlines()[0] if text else ""
+    """One line (at most 300 characters) saying why a metric failed: a TextBox error's own message, else the
+    exception's type and message."""
+    text = " ".join(str(error).split())
+    text = text if len(text) <= 300 else text[:297] + "..."
     if isinstance(error, TextBoxUserError):
-        return first or type(error).__name__
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+        return text or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _check_alignment(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
