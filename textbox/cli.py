@@ -55,7 +55,7 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
     try:
         if runner is None:
             from textbox.pipeline import run as runner
-        runner(config)
+        outcome = runner(config)
     except TextBoxError as error:
         code = report_user_error(error)
         _leave_process_group(error)
@@ -64,7 +64,20 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
         traceback.print_exc()  # its traceback is the only report there is
         _leave_process_group(error)
         return 1
-    return 0
+    return failed_metrics(outcome)
+
+
+def failed_metrics(outcome: object) -> int:
+    """A run that finished with a metric that failed on the test split (results.json's metric_errors): every
+    other figure and the outputs are written, but the exit code is 1 so that scripts notice."""
+    errors = outcome.get("metric_errors") if isinstance(outcome, Mapping) else None
+    if not errors:
+        return 0
+    if not is_secondary_process():
+        where = outcome.get("run_dir") if isinstance(outcome, Mapping) else None
+        print(f"error: metric(s) {', '.join(errors)} failed on the test split (results.json's metric_errors says "
+              f"why); the other figures and the outputs are in {where}", file=sys.stderr)
+    return 1
 
 
 def _leave_process_group(error: BaseException) -> None:

@@ -63,6 +63,23 @@ def test_resuming_a_run_that_failed_before_any_checkpoint_says_to_start_again(tm
         a_config(tmp_path, resume=True)  # found while the config loads, before anything is built
 
 
+def test_resuming_a_run_killed_before_its_first_checkpoint_last_is_an_input_error(tmp_path, fresh_accelerate_state,
+                                                                                    capsys):
+    """A run killed (SIGKILL, a lost machine) before its first checkpoint_last has a config.yaml but nothing to
+    continue: --resume=True says so and exits 2 (an input error), before anything is built, changing nothing."""
+    run = tmp_path / "run"
+    run.mkdir()
+    data = make_copy_dataset(tmp_path / "copy")
+    run_dirs.write_run_config(a_config(tmp_path, data_path=data, dataset="copy", tracker="none"), run)
+    before = sorted(path.name for path in run.iterdir())
+    code = run_cli([f"--saved_dir={tmp_path}", "--filename=run", "--resume=True"])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert f"error: --resume=True: the run in {run} has no {LAST_CHECKPOINT}" in err
+    assert "start it again without --resume" in err and "Traceback" not in err
+    assert sorted(path.name for path in run.iterdir()) == before
+
+
 def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
     run = tmp_path / "run"
     run.mkdir()
@@ -198,6 +215,31 @@ def test_an_unexpected_error_is_one_console_line_and_a_traceback_in_project_log(
     assert "boom" not in (run / "project.log").read_text()
     results = json.loads((run / "results.json").read_text())
     assert results["steps"] == 2 and results["device"] == "cpu" and results["num_processes"] == 1
+
+
+@pytest.mark.slow
+def test_a_metric_failing_on_the_test_split_costs_that_metric_alone(tiny_run_args, tmp_path, capsys,
+                                                                    fresh_accelerate_state):
+    """Training done, the test pass decoded, one metric fails while scoring: the other figures, generation.txt and
+    results.json (with metric_errors) are written, the run is not marked FAILED, one error line says which metric
+    and where the rest is, and the exit code is 1 so that scripts notice."""
+    unloadable = tmp_path / "unloadable"
+    unloadable.mkdir()
+    (unloadable / "config.json").write_text("{}")  # passes the checks before the first step, fails when loaded
+    code = run_cli([*tiny_run_args, "--metrics=['bleu','bert_score']", f"--bert_score_model_path={unloadable}"])
+    console = capsys.readouterr().err
+    run = tmp_path / "run"
+    assert code == 1, console[-3000:]
+    assert "Traceback" not in console
+    assert console.rstrip().splitlines()[-1] == (
+        "error: metric(s) bert_score failed on the test split (results.json's metric_errors says why); the other "
+        f"figures and the outputs are in {run}")
+    results = json.loads((run / "results.json").read_text())
+    assert "bleu" in results["test"] and not any(name.startswith("bert_score") for name in results["test"])
+    assert results["metric_errors"]["bert_score"].startswith(f"bert_score_model_path={unloadable}: cannot load")
+    assert len((run / "generation.txt").read_text().splitlines()) == 8
+    assert not (run / "FAILED").exists()
+    assert "metric bert_score failed on the test split: bert_score_model_path=" in (run / "project.log").read_text()
 
 
 @pytest.mark.slow

@@ -139,3 +139,15 @@ def test_a_search_tests_its_best_qlora_trial_on_the_quantised_base(bases, tmp_pa
     assert "bleu" in best["test"]
     tested = (directory / f"test-{best['trial']}" / "project.log").read_text()
     assert "quantised base weights: nf4 (bitsandbytes 4-bit, double quantisation" in tested
+
+
+def test_checkpoint_averaging_on_a_quantised_base_averages_the_adapters(bases, tmp_path):
+    """--average_checkpoints on an NF4 base with LoRA trained and then failed in load_state_dict on bitsandbytes'
+    absmax/quant_map keys, with no test results: the adapters alone are averaged (the base is the same in every
+    checkpoint), the average is validated, and the run tests."""
+    result = _run(bases, tmp_path, "nf4", "--filename=run", "--valid_steps=2", "--average_checkpoints=3",
+                  "--max_save=-1")
+    results = json.loads((tmp_path / "saved" / "run" / "results.json").read_text())
+    assert results["averaged"]["steps"] == [4, 6, 8] and "error" not in results["averaged"], results["averaged"]
+    assert "loss" in results["averaged"]["valid"] and "bleu" in results["test"]
+    assert "Traceback" not in result.stderr

@@ -141,3 +141,38 @@ def test_two_processes_sigterm_then_resume_gives_the_same_run(tmp_path: Path):
     results = [json.loads((path / "results.json").read_text()) for path in (cut_dir, whole_dir)]
     assert results[0]["steps"] == results[1]["steps"] == 9
     assert results[0]["valid"] == results[1]["valid"] and results[0]["test"] == results[1]["test"]
+
+
+def test_sigterm_during_the_test_pass_says_how_to_finish_it_and_resume_does(tmp_path: Path):
+    """Training done, the test pass under way: SIGTERM ends the run with one line (no traceback) saying the test
+    pass was interrupted and the command that finishes it, the run marked FAILED with that line, exit 128 + 15;
+    that command then writes results.json and clears the mark."""
+    data = make_copy_dataset(tmp_path / "copy", sizes={"train": 32, "valid": 8, "test": 400})
+    # outputs of 15 tokens and more, by beam search, one example a batch: a test pass of several seconds to land in
+    args = [*TINY_MODEL_ARGS, "--dataset=copy", f"--data_path={data}", "--max_steps=2", "--eval_batch_size=1",
+            "--generation_kwargs={'num_beams': 4, 'min_length': 15}", "--filename=cut"]
+    run_dir = tmp_path / "saved" / "cut"
+    process = start_script(args, cwd=tmp_path)
+    deadline = time.monotonic() + 600
+    log = run_dir / "project.log"
+    while not (log.is_file() and "checkpoint_best\n" in log.read_text().split("using ", 1)[-1]):
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "the test pass never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the generation
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "Traceback" not in stderr
+    line = ("error: the test pass was interrupted by SIGTERM; training had finished and saved/cut keeps its "
+            "checkpoints; finish it with --resume=True --saved_dir=saved --filename=cut")
+    assert line in stderr, stderr[-3000:]
+    assert line[len("error: "):] in (run_dir / "FAILED").read_text()
+    assert not (run_dir / "results.json").exists()
+
+    finished = run_script([*args, "--resume=True", "--saved_dir=saved"], cwd=tmp_path, env=ONE_THREAD)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["steps"] == 2 and "test" in results
+    assert len((run_dir / "generation.txt").read_text().splitlines()) == 400
+    assert not (run_dir / "FAILED").exists()

@@ -24,6 +24,11 @@ class RunInterrupted(TextBoxError):
         self.exit_code = exit_code
 
 
+class EvaluationInterrupted(RunInterrupted):
+    """SIGINT/SIGTERM during the test pass (or --input_file generation): what training computed is kept, the run
+    is marked FAILED with the message, which says how to finish it."""
+
+
 class ConfigError(TextBoxUserError):
     """Every problem found in a configuration, reported together."""
 

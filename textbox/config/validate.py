@@ -6,6 +6,7 @@ textbox/checks.py gathers both into one report before anything runs.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -14,6 +15,7 @@ from textbox.config.launcher import launcher_problems
 from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
 from textbox.config.textbox2.values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
+from textbox.utils.paths import existing_ancestor
 from textbox.utils.suggest import where as where_set
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
@@ -96,10 +98,29 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
                         f"always go to the run directory's generation.txt)")
     if values["input_file"] not in (None, "-") and not Path(values["input_file"]).is_file():
         problems.append(f"{where('input_file')}: file {values['input_file']} does not exist")
+    problems.extend(_output_file_problems(values["output_file"], where))
 
     problems.extend(_check_pretraining(values, where))
     problems.extend(launcher_problems(values, sources, where))  # accelerate launch's settings vs the config
     return problems
+
+
+def _output_file_problems(output_file: str | None, where: Callable[[str], str]) -> list[str]:
+    """--output_file is written after every input is decoded: a path that cannot be written (a directory, a path
+    under a regular file, a read-only directory) is refused before anything is built."""
+    if output_file in (None, "", "-"):
+        return []
+    path = Path(output_file)
+    if path.is_dir():
+        return [f"{where('output_file')}: {output_file} is a directory; name a file to write the generations to"]
+    holder = existing_ancestor(path.parent)
+    if not holder.is_dir():
+        return [f"{where('output_file')}: cannot write {output_file}: {holder} is a file, not a directory; "
+                f"choose a path in a directory"]
+    if not os.access(holder, os.W_OK | os.X_OK):
+        return [f"{where('output_file')}: cannot write {output_file}: directory {holder} is not writable; "
+                f"choose a writable place"]
+    return []
 
 
 def _check_pretraining(values: Mapping[str, ConfigValue], where: Callable[[str], str]) -> list[str]:

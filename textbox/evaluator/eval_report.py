@@ -34,6 +34,7 @@ class EvalReport:
     figures: dict[str, float]
     details: dict[str, Details] | None = None
     sequences: list[list[str]] | None = None
+    errors: dict[str, str] = field(default_factory=dict)  # metric -> why it failed (its figures are absent)
 
     @property
     def texts(self) -> list[str] | None:

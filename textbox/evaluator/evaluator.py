@@ -106,16 +106,17 @@ class Evaluator:
             choose_engine(self.accelerator.unwrap_model(model), self.generation, description, self.decoding,
                           self.tokenizer, self.engines)
 
-    def score(self, texts: list[str], split: Split, loss: float | None = None) -> tuple[dict[str, float],
-                                                                                      dict[str, Details]]:
-        """The figures of config.metrics and how each was computed, computed once on the main process and shared,
-        so that every process selects the same best."""
+    def score(self, texts: list[str], split: Split, loss: float | None = None
+              ) -> tuple[dict[str, float], dict[str, Details], dict[str, str]]:
+        """The figures of config.metrics, how each was computed, and why any metric failed (that metric's figures
+        are then absent, the others computed), computed once on the main process and shared, so that every process
+        selects the same best."""
 
-        holder: list[tuple[dict[str, float], dict[str, Details]] | None] = [None]
+        holder: list[tuple[dict[str, float], dict[str, Details], dict[str, str]] | None] = [None]
         if self.accelerator.is_main_process:
             report = compute_metrics(self.config.metrics, texts, split.targets, sources=split.sources,
-                                     options=self.config, loss=loss)
-            holder = [(report.scores, report.details)]
+                                     options=self.config, loss=loss, keep_going=True)
+            holder = [(report.scores, report.details, report.errors)]
         return broadcast_object_list(holder)[0]
 
     # --- what the pipeline asks for -----------------------------------------------------------
@@ -141,5 +142,5 @@ class Evaluator:
         return self._scored(loss, self.generate(model, loader, "test"), test.split)
 
     def _scored(self, loss: float, sequences: list[list[str]], split: Split) -> EvalReport:
-        scores, details = self.score([texts[0] for texts in sequences], split, loss=loss)
-        return EvalReport({"loss": loss, **scores}, details, sequences)
+        scores, details, errors = self.score([texts[0] for texts in sequences], split, loss=loss)
+        return EvalReport({"loss": loss, **scores}, details, sequences, errors)

@@ -38,7 +38,7 @@ from textbox.model.loading import count_parameters, load_saved_model
 from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
-from textbox.pipeline.results import failed, format_examples, write_results
+from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
@@ -46,6 +46,7 @@ from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resu
 from textbox.trainer.context import RunContext, TrainerContext
 from textbox.trainer.disks import copy_to_other_disks, disk_layout
 from textbox.trainer.loop import Trainer
+from textbox.trainer.signals import raise_on_signals
 from textbox.utils.atomic import restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
@@ -169,7 +170,8 @@ def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
     if run.config.do_train:
         trainer = Trainer(TrainerContext(run, built.model, built.tokenizer, evaluator.collator, built.efficient))
         trained = fit(run, trainer, built, evaluator, on_validation)
-    evaluated = evaluate(run, built, evaluator, trained)
+    with raise_on_signals(lambda signal_number: evaluation_interrupted(run, signal_number)):
+        evaluated = evaluate(run, built, evaluator, trained)
     fitted = {"fitted_lengths": built.fitted_lengths} if built.fitted_lengths else {}
     return {**fitted, **trained.results, **evaluated.results}, evaluated.examples
 
@@ -229,6 +231,11 @@ def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Train
         results["test"] = report.figures
         if report.details is not None:
             details = report.details
+        if report.errors:  # that metric alone is lost: the other figures, the outputs and results.json are written
+            results["metric_errors"] = dict(report.errors)
+            for metric, message in report.errors.items():
+                run.logger.error(f"metric {metric} failed on the test split: {message}; the other figures "
+                                 f"and the outputs are kept (results.json's metric_errors)")
         if run.is_main_process:
             sequences = report.sequences or []
             if every := write_generations(run.run_dir / "generation.txt", sequences):

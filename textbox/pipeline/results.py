@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import time
 import traceback
 from typing import Mapping
 
 from textbox.config import RunInterrupted, TextBoxError
+from textbox.config.errors import EvaluationInterrupted
 from textbox.data.split import Split
 from textbox.pipeline.run_dir import FAILED_MARKER, clear_failed_mark, mark_failed
+from textbox.trainer.checkpoint import LAST
 from textbox.trainer.context import RunContext
 from textbox.trainer.records import finite_or_null
 from textbox.utils.atomic import write_text_atomic
@@ -38,6 +41,8 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
     shown: BaseException
     if isinstance(error, RunInterrupted):  # checkpoint_last is saved: the run continues with --resume
         log_to_file(logging.WARNING, str(error))
+        if isinstance(error, EvaluationInterrupted) and run.is_main_process:  # no results.json: say how to finish
+            mark_failed(run_dir, str(error))
         return error
     if isinstance(error, TextBoxError):
         message, shown = str(error), error
@@ -55,6 +60,20 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
         log_to_file(logging.ERROR, f"marked failed ({run_dir / FAILED_MARKER}); a retry with the same --filename "
                                    f"replaces this run unless it has a checkpoint_last to --resume from")
     return shown
+
+
+def evaluation_interrupted(run: RunContext, signal_number: int) -> EvaluationInterrupted:
+    """The error a SIGINT/SIGTERM during the test pass (or --input_file generation) becomes: one line saying what
+    was interrupted, what is kept, and the command that finishes the run."""
+    config, run_dir = run.config, run.run_dir
+    name = signal.Signals(signal_number).name
+    what = f"generation for --input_file={config.input_file}" if config.input_file else "the test pass"
+    if config.do_train and (run_dir / LAST).is_dir():  # training finished: --resume goes straight to the test
+        finish = (f"training had finished and {run_dir} keeps its checkpoints; finish it with --resume=True "
+                  f"--saved_dir={config.saved_dir} --filename={run_dir.name}")
+    else:
+        finish = f"run the same command again with --saved_dir={config.saved_dir} --filename={run_dir.name}"
+    return EvaluationInterrupted(f"{what} was interrupted by {name}; {finish}", 128 + signal_number)
 
 
 def log_summary(logger: logging.Logger, results: Mapping[str, object], examples: str = "") -> None:

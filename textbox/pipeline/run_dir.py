@@ -16,10 +16,11 @@ from accelerate.utils import broadcast_object_list
 from textbox.config import Config
 from textbox.config.schema import DEFAULTS
 from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
-from textbox.config.run_config import FAILED_MARKER, RUN_IDENTITY, failed_before_first_checkpoint, nothing_to_continue
+from textbox.config.run_config import (FAILED_MARKER, LAST_CHECKPOINT, RUN_IDENTITY, failed_before_first_checkpoint,
+                                       nothing_to_continue)
 from textbox.pipeline.processes import raise_on_every_process
 from textbox.utils import yaml_numbers
-from textbox.utils.atomic import write_text_atomic
+from textbox.utils.atomic import aside, write_text_atomic
 from textbox.utils.paths import existing_ancestor
 
 
@@ -105,6 +106,11 @@ def _occupied(run_dir: Path, config: Config) -> str | None:
             return f"--resume=True: run directory {run_dir} does not exist (check --saved_dir/--filename)"
         if failed_before_first_checkpoint(run_dir):
             return nothing_to_continue(run_dir)
+        last = run_dir / LAST_CHECKPOINT
+        if config.do_train and not last.is_dir() and not aside(last).is_dir():  # killed before its first save
+            return (f"--resume=True: the run in {run_dir} has no {LAST_CHECKPOINT} (it stopped before its first "
+                    f"one was saved): there is nothing to continue; start it again without --resume "
+                    f"(another --filename, or remove {run_dir})")
         return None
     if not run_dir.exists() or not any(run_dir.iterdir()) or failed_before_first_checkpoint(run_dir):
         return None

@@ -7,6 +7,7 @@ from typing import Callable
 
 import torch
 
+from textbox.config import TextBoxError
 from textbox.evaluator.eval_report import EvalReport, EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.evaluator.selection import selection_score
@@ -34,6 +35,14 @@ class RunValidation(ValidationHook):
         if report.details is not None:
             self.details = report.details
         names = self.run.config.metrics_for_best_model
+        for metric, message in report.errors.items():
+            self.run.logger.error(f"metric {metric} failed on the valid split: {message}")
+        unscored = [name for name in names if name.lower() not in report.figures]
+        if unscored and report.errors:  # a failed metric made the figure that chooses
+            why = "; ".join(f"{metric}: {message}" for metric, message in report.errors.items())
+            raise TextBoxError(f"{self.run.config.where('metrics_for_best_model')}: {', '.join(unscored)} could not "
+                               f"be computed on the valid split ({why}); fix that metric, or choose the best model "
+                               f"by other figures")
         return Validation(report.figures, selection_score(report.figures, names, self.run.config))
 
     def new_best(self, validation: Validation) -> None:

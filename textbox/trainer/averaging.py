@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from textbox.model.adapter_files import is_efficient_checkpoint
 from textbox.trainer.state import AveragedRecord
 
 if TYPE_CHECKING:
@@ -39,19 +40,30 @@ def checkpoint_step(path: Path) -> int:
 def average_saved_models(paths: list[Path], like: torch.nn.Module) -> torch.nn.Module:
     """The checkpoints at ``paths`` (written by save_model for the model ``like``) loaded one by one, and a model
     holding the mean of their floating-point weights (summed in float64, so the order does not matter); integer
-    buffers are the last checkpoint's. Adapters and BitFit checkpoints load onto their base as for testing."""
+    buffers are the last checkpoint's. Adapters and BitFit checkpoints load onto their base as for testing, and
+    only what they trained is averaged: their base is the same in every checkpoint, and a quantised base's state
+    (bitsandbytes' packed weights and their absmax/quant_map) cannot be loaded back as a state dict."""
     from textbox.model.loading import load_saved_model
 
     if not paths:
         raise ValueError("no checkpoint to average")
+    trained_only = is_efficient_checkpoint(paths[0])
     sums: dict[str, torch.Tensor] = {}
     model = None
     for path in paths:
         model = load_saved_model(path, like)
-        for name, tensor in model.state_dict().items():
+        entries = ({name: parameter.detach() for name, parameter in model.named_parameters()
+                    if parameter.requires_grad} if trained_only else model.state_dict())
+        for name, tensor in entries.items():
             if tensor.is_floating_point():
                 sums[name] = sums[name] + tensor.double() if name in sums else tensor.double()
     assert model is not None
+    if trained_only:
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if name in sums:
+                    parameter.copy_((sums[name] / len(paths)).to(parameter.dtype))
+        return model
     state = model.state_dict()
     averaged = {name: (sums[name] / len(paths)).to(tensor.dtype) if name in sums else tensor
                 for name, tensor in state.items()}
@@ -73,8 +85,17 @@ def validate_average(count: int, run_dir: Path, step: int, accelerator: Accelera
         logger.warning(f"average_checkpoints={count}: {len(paths)} checkpoint(s) to average (one is saved per "
                        f"validation): nothing averaged")
         return outcome, None, None
-    averaged = average_saved_models(paths, accelerator.unwrap_model(model)).to(accelerator.device)
-    validation = hook.validate(averaged)
+    try:
+        averaged = average_saved_models(paths, accelerator.unwrap_model(model)).to(accelerator.device)
+        validation = hook.validate(averaged)
+    except Exception as error:  # noqa: BLE001 - the average is an extra: its failure costs it alone, not the run
+        text = " ".join(str(error).split())  # one line (torch's load_state_dict puts the keys on the next ones)
+        text = text if len(text) <= 300 else text[:297] + "..."
+        message = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        outcome["error"] = message
+        logger.error(f"average_checkpoints={count}: averaging the checkpoints of steps {outcome['steps']} failed "
+                     f"({message}); the run goes on with the single checkpoints (results.json's averaged.error)")
+        return outcome, None, None
     outcome["valid"] = dict(validation.figures)
     logger.info(f"average of the checkpoints of steps {outcome['steps']}: "
                 + " ".join(f"{name} {value:.4f}" for name, value in validation.figures.items()))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from tqdm.auto import tqdm
 
-from textbox.config import RunInterrupted, TextBoxError
+from textbox.config import RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
@@ -197,8 +197,8 @@ class Trainer:
             return
         found = checkpoint.find_resume_dir(self.run_dir)
         if found is None:
-            raise TextBoxError(f"--resume=True but {self.run_dir} has no {checkpoint.LAST}/ to resume from; "
-                               f"drop --resume to start afresh")
+            raise TextBoxUserError(f"--resume=True but {self.run_dir} has no {checkpoint.LAST}/ to resume from; "
+                                   f"drop --resume to start afresh")
         self.state = checkpoint.load_resume_state(self.accelerator, found, self.model)
         self.resume_step = self.state.step
         self.logger.info(f"resumed from {found}: step {self.state.step}, epoch {self.state.epoch + 1}, "

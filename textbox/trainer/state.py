@@ -15,6 +15,7 @@ class AveragedRecord(TypedDict, total=False):
     steps: list[int]  # the steps of the checkpoints averaged
     valid: dict[str, float]  # the average's validation figures
     chosen: bool  # whether it became checkpoint_best
+    error: str  # why averaging (or validating the average) failed: the run went on without it
 
 
 @dataclass

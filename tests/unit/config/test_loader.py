@@ -86,6 +86,25 @@ def test_model_needs_path_and_local_path_must_exist(data_dir: Path):
         load_checked_config([f"--data_path={data_dir}", "--model=bart", "--model_path=./missing_model"])
 
 
+def test_an_output_file_that_cannot_be_written_is_refused_before_anything_is_built(tmp_path: Path, data_dir: Path):
+    """--output_file is written after every input is decoded: a path under a regular file, a directory or a
+    read-only directory is refused while the config loads, naming the key."""
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text("red cat\n")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("a regular file\n")
+    common = [f"--data_path={data_dir}", f"--input_file={inputs}", "--do_train=False"]
+    for output, message in ((plain / "x", f"--output_file: cannot write {plain / 'x'}: {plain} is a file, not a "
+                                          f"directory"),
+                            (plain / "deeper" / "x", f"{plain} is a file, not a directory"),
+                            (tmp_path, f"--output_file: {tmp_path} is a directory; name a file")):
+        with pytest.raises(ConfigError) as caught:
+            load_checked_config([*common, f"--output_file={output}"])
+        assert message in str(caught.value), str(caught.value)
+    load_checked_config([*common, f"--output_file={tmp_path / 'new' / 'out.txt'}"])  # a directory made on writing
+    load_checked_config([*common, "--output_file=-"])
+
+
 def test_saved_config_reproduces_the_run(tmp_path: Path, data_dir: Path):
     first = load_checked_config([f"--data_path={data_dir}", "--epochs=3", "--generation_kwargs={'num_beams': 2}",
                                  "--metrics=['bleu']", "--metrics_for_best_model=['bleu']"])

