@@ -36,3 +36,63 @@ def test_a_seed_numpy_and_torch_refuse_is_refused_at_config_validation(data: Pat
     assert f"--seed must be in [0, 2**32 - 1] (= 4294967295), the seeds numpy and torch accept, got {seed}" in err
     assert not (tmp_path / "saved").exists()
     assert run_cli([f"--data_path={data}", f"--seed={2**32 - 1}"], runner=lambda config: None) == 0
+
+
+TEXTBOX2 = Path(__file__).resolve().parents[1] / "fixtures" / "textbox2"
+
+
+@pytest.fixture
+def bart_checkpoint(tmp_path: Path) -> Path:
+    """What the checks read of a BART checkpoint: its config.json (weights are read when the model is built)."""
+    path = tmp_path / "tiny-bart"
+    path.mkdir()
+    (path / "config.json").write_text('{"model_type": "bart", "is_encoder_decoder": true, '
+                                      '"architectures": ["BartForConditionalGeneration"], "d_model": 32}')
+    return path
+
+
+def test_config_kwargs_of_a_type_the_model_config_refuses_are_refused_before_the_tokenizer_is_trained(
+        data: Path, tmp_path: Path, bart_checkpoint: Path, capsys):
+    """Was: the BPE tokenizer trained, then StrictDataclassFieldValidationError twice (exit 1). Now the model
+    config class's own validators of each field given, before anything is built."""
+    saved = f"--saved_dir={tmp_path / 'saved'}"
+    err = refused([f"--data_path={data}", saved, "--config_kwargs={'d_model': 'abc'}"], capsys)
+    assert "--config_kwargs: 'd_model' must be int or None (BartConfig's type), got str 'abc'" in err
+    textbox_yaml = tmp_path / "transformer.yaml"  # TextBox 2.0's model yaml: fields at the top level
+    textbox_yaml.write_text((TEXTBOX2 / "transformer.yaml").read_text().replace("d_model: 32", "d_model: abc"))
+    err = refused(["--config_files", str(textbox_yaml), "--model=transformer", f"--data_path={data}", saved], capsys)
+    assert f"config_kwargs (from {textbox_yaml}): 'd_model' must be int or None (BartConfig's type), got str 'abc'" \
+        in err
+    err = refused([f"--data_path={data}", saved, "--model=bart", f"--model_path={bart_checkpoint}",
+                   "--config_kwargs={'dropout': 'high'}"], capsys)
+    assert "--config_kwargs: 'dropout' must be float or int or None (BartConfig's type), got str 'high'" in err
+    err = refused([f"--data_path={data}", saved, "--model=gru", "--config_kwargs={'hidden_size': 'big'}"], capsys)
+    assert "--config_kwargs of the gru model: hidden_size must be a positive integer, got 'big'" in err
+    err = refused([f"--data_path={data}", saved, "--tokenizer_kwargs={'vocab_size': 'big'}"], capsys)
+    assert "--tokenizer_kwargs: vocab_size of the BPE tokenizer that --model=transformer trains must be an integer " \
+           "of at least 1, got str 'big'" in err
+    assert not (tmp_path / "saved").exists()
+    for fine in (["--config_kwargs={'d_model': 64, 'dropout': 0}"],
+                 ["--model=bart", f"--model_path={bart_checkpoint}", "--config_kwargs={'hidden_size': 32}"]):
+        assert run_cli([f"--data_path={data}", *fine], runner=lambda config: None) == 0, capsys.readouterr().err
+
+
+def test_efficient_kwargs_of_a_type_the_peft_config_does_not_declare_are_refused_before_the_first_step(
+        data: Path, tmp_path: Path, bart_checkpoint: Path, capsys):
+    """Was (TextBox 2.0's lora_r: four): the model built, then "'<=' not supported between instances of 'str' and
+    'int'" when peft adapted the first layer. Now each setting against peft's declared field type (and its name)."""
+    base = [f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--model=bart",
+            f"--model_path={bart_checkpoint}"]
+    err = refused([*base, "--efficient_methods=['lora']", "--efficient_kwargs={'lora_r': 'four'}"], capsys)
+    assert "--efficient_kwargs: 'r' of lora (peft LoraConfig) must be int, got str 'four'" in err
+    err = refused([*base, "--efficient_methods=['prefix-tuning']",
+                   "--efficient_kwargs={'num_virtual_tokens': 2.5, 'prefix_projectoin': True}"], capsys)
+    assert "--efficient_kwargs: 'prefix_projectoin' is not a setting of prefix-tuning (peft PrefixTuningConfig); " \
+           "did you mean 'prefix_projection'?" in err
+    assert "--efficient_kwargs: 'num_virtual_tokens' of prefix-tuning (peft PrefixTuningConfig) must be int, got " \
+           "float 2.5" in err
+    assert not (tmp_path / "saved").exists()
+    fine = "--efficient_kwargs={'r': 8, 'lora_dropout': 0, 'target_modules': ['q_proj'], 'bias': 'all', " \
+           "'init_lora_weights': 'pissa_niter_4', 'layers_to_transform': [0, 1], 'modules_to_save': None}"
+    assert run_cli([*base, "--efficient_methods=['lora']", fine], runner=lambda config: None) == 0, \
+        capsys.readouterr().err
