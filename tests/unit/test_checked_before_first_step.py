@@ -96,3 +96,29 @@ def test_efficient_kwargs_of_a_type_the_peft_config_does_not_declare_are_refused
            "'init_lora_weights': 'pissa_niter_4', 'layers_to_transform': [0, 1], 'modules_to_save': None}"
     assert run_cli([*base, "--efficient_methods=['lora']", fine], runner=lambda config: None) == 0, \
         capsys.readouterr().err
+
+
+def test_a_run_keeping_every_checkpoint_is_refused_when_the_disk_cannot_hold_them_all(tmp_path: Path, capsys,
+                                                                                      monkeypatch):
+    """--max_save=-1 keeps the checkpoint-<step> of each of the run's 24 validations: the free-space check counts
+    them all (it counted one), and refuses before the run directory is made; --max_save=3 needs less and fits."""
+    import shutil
+    from collections import namedtuple
+
+    from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process
+
+    data = make_copy_dataset(tmp_path / "copy")
+    usage = namedtuple("usage", "total used free")
+    free = {}
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**40, 0, free.get("bytes", real(path).free)))
+    args = [*TINY_MODEL_ARGS, f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=run",
+            "--epochs=2", "--valid_strategy=step", "--valid_steps=1", "--max_save=-1", "--do_test=False"]
+    free["bytes"] = 4 * 2**20  # the model's weights are 0.2 MiB: 24 checkpoint-<step> and the others need 6.6
+    assert run_in_process(args, tmp_path) == 2
+    err = capsys.readouterr().err  # the run's log, then the error
+    assert [line for line in err.splitlines() if line.startswith("error: ")] and "Traceback" not in err, err
+    assert "has 4.0 MiB free but this run's checkpoints need about 6.6 MiB" in err
+    assert not (tmp_path / "saved" / "run").exists()
+    assert run_in_process([*args, "--max_save=3"], tmp_path) == 0  # one checkpoint-<step> kept: 2.1 MiB
+    assert [path.name for path in (tmp_path / "saved" / "run").glob("checkpoint-*")] == ["checkpoint-24"]

@@ -42,9 +42,10 @@ from textbox.pipeline.results import failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
-from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir
+from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir, planned_validations
 from textbox.trainer.context import RunContext, TrainerContext
 from textbox.trainer.disks import copy_to_other_disks, disk_layout
+from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
 from textbox.utils.atomic import restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
@@ -93,7 +94,8 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
     main_process_first(accelerator, lambda: evaluator.choose_engines(built.model, decodes))
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        check_free_space(run.run_dir, peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
+        needed = peak_checkpoint_bytes(weight_bytes(built.model), config.max_save, _validations_ahead(run, built))
+        check_free_space(run.run_dir, needed, accelerator)
     make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
         attach_log_file(run.run_dir)
@@ -109,6 +111,17 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
+
+
+def _validations_ahead(run: RunContext, built: Built) -> int:
+    """The validations (each a checkpoint-<step>) this training will add: those it plans, less the checkpoint-<step>
+    a resumed run holds already."""
+    if "valid" not in built.splits:
+        return 0
+    per_epoch = steps_per_epoch(run.config, built.tokenized["train"], run.accelerator.num_processes)
+    planned = planned_validations(run.config, per_epoch)
+    written = len(list(run.run_dir.glob("checkpoint-*"))) if run.config.resume and run.run_dir.is_dir() else 0
+    return max(planned - written, 0)
 
 
 class Built(NamedTuple):
