@@ -122,3 +122,52 @@ def test_a_run_keeping_every_checkpoint_is_refused_when_the_disk_cannot_hold_the
     assert not (tmp_path / "saved" / "run").exists()
     assert run_in_process([*args, "--max_save=3"], tmp_path) == 0  # one checkpoint-<step> kept: 2.1 MiB
     assert [path.name for path in (tmp_path / "saved" / "run").glob("checkpoint-*")] == ["checkpoint-24"]
+
+
+def test_a_full_disk_while_checkpointing_is_one_error_line_with_the_failed_mark_and_no_partial_copy(
+        tmp_path: Path, capsys, monkeypatch):
+    """Was: exit 1 with 9 tracebacks and a logging error, no error: line, no FAILED mark, .checkpoint_last.tmp left.
+    Here the second save of checkpoint_last finds the disk full (half its files written); then a resume removes what
+    a killed process left half-written, and finishes."""
+    import errno
+    import json
+
+    from accelerate import Accelerator
+
+    from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process
+
+    data = make_copy_dataset(tmp_path / "copy")
+    run_dir = tmp_path / "saved" / "run"
+    args = [*TINY_MODEL_ARGS, f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=run",
+            "--epochs=1", "--valid_strategy=step", "--valid_steps=4", "--do_test=False"]
+    saves = []
+    save_state = Accelerator.save_state
+
+    def fills_the_disk_the_second_time(self, output_dir=None, **kwargs):
+        saves.append(output_dir)
+        if len(saves) == 2:
+            (Path(output_dir) / "model.safetensors").write_bytes(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return save_state(self, output_dir, **kwargs)
+
+    monkeypatch.setattr(Accelerator, "save_state", fills_the_disk_the_second_time)
+    assert run_in_process(args, tmp_path) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: no space left on the disk of {run_dir} while writing checkpoint_last "
+                      f"({errors[0].split('(')[1].split(')')[0]}): free some space or choose another directory; the "
+                      f"previous version, if any, is intact; once there is room, --resume=True continues from "
+                      f"checkpoint_last"], err
+    assert "Traceback" not in err and "Logging error" not in err
+    assert "no space left on the disk of" in (run_dir / "FAILED").read_text()
+    assert sorted(path.name for path in run_dir.iterdir() if path.name.startswith(".")) == []
+    assert json.loads((run_dir / "checkpoint_last" / "train_state.json").read_text())["step"] == 4  # intact
+
+    monkeypatch.setattr(Accelerator, "save_state", save_state)
+    (run_dir / ".checkpoint_last.tmp").mkdir()  # what a killed process leaves: half a checkpoint_last, half a best
+    (run_dir / ".checkpoint_last.tmp" / "optimizer.bin").write_bytes(b"half")
+    (run_dir / ".checkpoint_best.partial-999999999-0123abcd").mkdir()
+    assert run_in_process([*args, "--resume=True"], tmp_path) == 0, capsys.readouterr().err
+    assert not [path.name for path in run_dir.iterdir() if path.name.startswith(".")]
+    assert "removed what an interrupted process left unfinished" in (run_dir / "project.log").read_text()
+    assert not (run_dir / "FAILED").exists()

@@ -44,10 +44,10 @@ from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run
 from textbox.pipeline.validation import OnValidation, RunValidation
 from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir, planned_validations
 from textbox.trainer.context import RunContext, TrainerContext
-from textbox.trainer.disks import copy_to_other_disks, disk_layout
+from textbox.trainer.disks import copy_to_other_disks, disk_layout, writes_checkpoints
 from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
-from textbox.utils.atomic import restore_interrupted
+from textbox.utils.atomic import remove_stale_staging, restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, object]:
@@ -86,6 +86,10 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     disk_layout(accelerator, run.run_dir)  # machines without a shared disk keep their own checkpoints
     if config.resume and find_resume_dir(run.run_dir) is not None:  # a damaged checkpoint_last is named first
         check_resume_files(accelerator, run.run_dir / LAST)
+    if config.resume and writes_checkpoints(accelerator):  # half-written copies of a killed process: disk to free
+        stale = remove_stale_staging(run.run_dir)
+        if stale:
+            logger.info(f"removed what an interrupted process left unfinished in {run.run_dir}: {', '.join(stale)}")
     built = build(config, accelerator, logger)
     config = built.config  # its lengths fitted to the model: what tokenised the data, and what config.yaml records
     run = dataclasses.replace(run, config=config)

@@ -26,7 +26,7 @@ from textbox.model.quantization import is_quantized
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
-from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
+from textbox.utils.atomic import atomic_directory, restore_interrupted, staged, swap_in
 
 if TYPE_CHECKING:
     import torch
@@ -65,11 +65,12 @@ def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()
-    if writes_checkpoints(accelerator):
-        (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
-        swap_in(tmp, final)
+    with staged(tmp, LAST):  # a failed save leaves no partial copy behind; a full disk is a NoSpaceLeft
+        accelerator.save_state(str(tmp))
+        accelerator.wait_for_everyone()
+        if writes_checkpoints(accelerator):
+            (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
+            swap_in(tmp, final)
     accelerator.wait_for_everyone()
 
 

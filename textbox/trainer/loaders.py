@@ -35,9 +35,7 @@ def train_loader(config: Config, accelerator: Accelerator, data: datasets.Datase
                  log: Callable[[str], None]) -> EpochBatches:
     """Batches of train_batch_size examples, or token-budget batches (max_tokens), every process getting as many
     (rounded up with fillers that train nothing: textbox.data.batching), whatever the number of examples."""
-    from textbox.data.batching import TrainExamples
-
-    from textbox.data.batching import TokenBudgetBatchSampler, column_lengths, padding_fraction
+    from textbox.data.batching import TokenBudgetBatchSampler, TrainExamples, column_lengths, padding_fraction
 
     batches = batch_sampler(config, data, accelerator.num_processes)
     if isinstance(batches, TokenBudgetBatchSampler):
