@@ -171,3 +171,28 @@ def test_a_full_disk_while_checkpointing_is_one_error_line_with_the_failed_mark_
     assert not [path.name for path in run_dir.iterdir() if path.name.startswith(".")]
     assert "removed what an interrupted process left unfinished" in (run_dir / "project.log").read_text()
     assert not (run_dir / "FAILED").exists()
+
+
+def test_a_full_disk_while_writing_a_cache_is_one_error_line(tmp_path: Path, capsys, monkeypatch):
+    """The tokenised splits are cached before the run directory exists: a full disk there is one error: line too
+    (it was a traceback), and leaves no partial cache entry."""
+    import errno
+
+    import datasets
+
+    from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process
+
+    def full(self, path, *args, **kwargs):
+        (Path(path) / "data-00000-of-00001.arrow").write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(datasets.Dataset, "save_to_disk", full)
+    data = make_copy_dataset(tmp_path / "copy")
+    args = [*TINY_MODEL_ARGS, f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=run"]
+    assert run_in_process(args, tmp_path) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: no space left on the disk of {tmp_path / '.cache'}")
+    assert "Traceback" not in err
+    assert not list((tmp_path / ".cache").rglob(".*partial*"))
+    assert not (tmp_path / "saved").exists()

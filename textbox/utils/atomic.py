@@ -21,6 +21,7 @@ class NoSpaceLeft(OSError):
     message names the directory and says what to do."""
 
     def __init__(self, directory: Path, what: str):
+        directory = Path(directory).absolute()
         free = _free_bytes(directory)
         super().__init__(errno.ENOSPC, f"no space left on the disk of {directory} while writing {what} "
                                        f"({free / 2**20:,.1f} MiB free once its partial copy was removed): free some "
