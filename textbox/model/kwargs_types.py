@@ -53,7 +53,10 @@ def efficient_kwargs_problems(values: Mapping[str, ConfigValue], where: Callable
     kwargs = values["efficient_kwargs"]
     if len(methods) != 1 or methods[0] not in PEFT_METHODS or not kwargs:
         return []
-    import peft
+    try:
+        import peft
+    except ImportError:  # applying the method names the missing package
+        return []
 
     class_name = PEFT_METHODS[methods[0]][0]
     peft_class = getattr(peft, class_name)
