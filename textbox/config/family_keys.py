@@ -282,6 +282,12 @@ def _settings_problems(family: str, current: str, values: Mapping[str, ConfigVal
         if unknown:
             found.append(f"{where('tokenizer_kwargs')}: {', '.join(unknown)} not understood by the BPE tokenizer "
                          f"that --model={values['model'].lower()} trains; it takes {' and '.join(BPE_SETTINGS)}")
+        for key, least in (("vocab_size", 1), ("min_frequency", 0)):  # the trainer's types, checked before it runs
+            value = values["tokenizer_kwargs"].get(key, least)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                found.append(f"{where('tokenizer_kwargs')}: {key} of the BPE tokenizer that --model="
+                             f"{values['model'].lower()} trains must be an integer of at least {least}, got "
+                             f"{type(value).__name__} {value!r}")
     if family == RNN:
         settings = values["config_kwargs"] if current == NEW else set_settings(values, sources, "config_kwargs")
         if "cell" in settings:

@@ -21,6 +21,7 @@ from textbox.utils.suggest import where as where_set
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
 _NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples")
+_MAX_SEED = 2**32 - 1
 
 
 def typed_then_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str], lowercase_choices: bool = False,
@@ -84,6 +85,9 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
         problems.append(f"{where('label_smoothing')} must be in [0, 1), got {values['label_smoothing']}")
     if not 0.0 <= values["warmup_ratio"] < 1.0:
         problems.append(f"{where('warmup_ratio')} must be in [0, 1), got {values['warmup_ratio']}")
+    if not 0 <= values["seed"] <= _MAX_SEED:  # what numpy's and torch's global generators accept
+        problems.append(f"{where('seed')} must be in [0, 2**32 - 1] (= {_MAX_SEED}), the seeds numpy and torch "
+                        f"accept, got {values['seed']}")
     quick = values["quick_test"]
     if not isinstance(quick, bool) and quick < 1:
         problems.append(f"{where('quick_test')} must be True/False or a number of lines >= 1, got {quick}")

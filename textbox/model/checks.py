@@ -13,6 +13,7 @@ from textbox.model import quantization
 from textbox.model.adapter_files import is_efficient_checkpoint
 from textbox.model.efficient import method_problems
 from textbox.model.files import damaged_files
+from textbox.model.kwargs_types import config_kwargs_problems, efficient_kwargs_problems
 from textbox.tokens import languages
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
@@ -46,7 +47,10 @@ def _model_problems(config: Config) -> list[str]:
             found.append(f"{where(key)}: {'; '.join(damaged)}; the checkpoint is damaged (e.g. an interrupted "
                          f"copy or a full disk): restore it from a copy, or write it again")
     sources = {key: config.source_of(key) for key in config}
-    found.extend(keys.problems(FAMILIES[name].kind.name, config, sources, where))
+    family = FAMILIES[name].kind.name
+    found.extend(keys.problems(family, config, sources, where))
+    values = dict(config.items())
+    found.extend(config_kwargs_problems(family, keys.situation(family, values), values, sources, where))
     return found
 
 
@@ -64,6 +68,8 @@ def _efficient_problems(config: Config) -> list[str]:
         found.append(f"{where('efficient_methods')} tune a pretrained model that loads again from --model_path "
                      f"(only the tuned parameters are saved): give --model_path without --from_scratch=True, "
                      f"or add --efficient_unfreeze_model=True to train and save the whole model")
+    if not method_problems(methods):
+        found.extend(efficient_kwargs_problems(dict(config.items()), where))
     if methods and methods[0].lower() == "bitfit" and config["efficient_kwargs"]:
         found.append(f"{where('efficient_kwargs')}: bitfit takes no settings, got {config['efficient_kwargs']}")
     if methods and config["do_train"] and is_efficient_checkpoint(config["model_path"]):

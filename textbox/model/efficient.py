@@ -40,7 +40,7 @@ METHODS = (*PEFT_METHODS, "bitfit")
 REFUSED_METHODS = {"adapter": "Houlsby adapters are not in peft (the library used here), and are not written by "
                               "hand: choose another method, e.g. ['lora'] or ['ia3']"}
 # Fields TextBox sets itself; the user's kwargs must not.
-_RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "inference_mode", "revision", "auto_mapping"}
+RESERVED_SETTINGS = {"task_type", "peft_type", "base_model_name_or_path", "inference_mode", "revision", "auto_mapping"}
 
 
 def method_problems(methods: list[str]) -> list[str]:
@@ -135,7 +135,7 @@ def _peft(config: Config, model: PreTrainedModel, method: str, kwargs: dict[str,
 
     class_name, defaults = PEFT_METHODS[method]
     peft_class = getattr(peft, class_name)
-    fields = {field.name for field in dataclasses.fields(peft_class)} - _RESERVED
+    fields = {field.name for field in dataclasses.fields(peft_class)} - RESERVED_SETTINGS
     unknown = sorted(set(kwargs) - fields)
     if unknown:
         raise TextBoxUserError(

@@ -4,17 +4,19 @@ refuse typos, and token ids written where both training and ``generate`` read th
 builder asks, and ``load_saved_model`` reloads the Trainer's checkpoint_best."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import torch
 import transformers
 from transformers import (AutoConfig, AutoTokenizer, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase,
                           PretrainedConfig)
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
+from huggingface_hub.errors import StrictDataclassFieldValidationError
 from transformers.tokenization_utils_base import INIT_TOKENIZER_DOCSTRING
 
 from textbox.config.errors import TextBoxUserError
@@ -169,8 +171,9 @@ def damaged_files(directory: Path) -> list[str]:
 def load_config(model_path: str, overrides: Mapping[str, Any],
                 named_by: str = "--model_path") -> PretrainedConfig:
     """The model config at ``model_path`` with ``--config_kwargs`` applied; an unknown key is an error."""
-    config, unused = from_pretrained(AutoConfig.from_pretrained, model_path, named_by=named_by,
-                                     return_unused_kwargs=True, **overrides)
+    with refused_settings():
+        config, unused = from_pretrained(AutoConfig.from_pretrained, model_path, named_by=named_by,
+                                         return_unused_kwargs=True, **overrides)
     reject_unknown_config_kwargs(unused, config.model_type)
     return config
 
@@ -230,6 +233,17 @@ def _read_from_kwargs(cls: type) -> set[str]:
             continue
         names |= set(re.findall(r"kwargs\.(?:pop|get)\(\s*[\"'](\w+)[\"']", source))
     return names
+
+
+@contextlib.contextmanager
+def refused_settings() -> Iterator[None]:
+    """A --config_kwargs value the model config's validators refuse, as a user error (configuration checks find
+    it first wherever the checkpoint's config.json can be read: textbox.model.kwargs_types; this covers a hub id
+    read only when loading)."""
+    try:
+        yield
+    except StrictDataclassFieldValidationError as error:
+        raise TextBoxUserError(f"--config_kwargs: {error}".replace("\n", " ")) from error
 
 
 def reject_unknown_config_kwargs(unknown: Mapping[str, object], model_type: str) -> None:

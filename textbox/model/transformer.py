@@ -14,7 +14,7 @@ from textbox.config.families import RNN_MODEL_TYPE
 from textbox.model import quantization
 from textbox.config.family_keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
-                                   reject_unknown_config_kwargs, set_generation_length)
+                                   refused_settings, reject_unknown_config_kwargs, set_generation_length)
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
 from textbox.utils.logging import get_logger
@@ -109,7 +109,8 @@ def _bart_config(config: Config, tokenizer: PreTrainedTokenizerBase) -> BartConf
         "forced_eos_token_id": tokenizer.eos_token_id,
         "decoder_start_token_id": tokenizer.eos_token_id,  # as in BART
     }
-    bart_config, unknown = BartConfig.from_dict(base, **config.config_kwargs, return_unused_kwargs=True)
+    with refused_settings():
+        bart_config, unknown = BartConfig.from_dict(base, **config.config_kwargs, return_unused_kwargs=True)
     reject_unknown_config_kwargs(unknown, "bart")
     return bart_config
 

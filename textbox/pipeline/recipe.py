@@ -42,12 +42,13 @@ from textbox.pipeline.results import evaluation_interrupted, failed, format_exam
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, tracker_hparams, write_run_config)
 from textbox.pipeline.validation import OnValidation, RunValidation
-from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir
+from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir, planned_validations
 from textbox.trainer.context import RunContext, TrainerContext
-from textbox.trainer.disks import copy_to_other_disks, disk_layout
+from textbox.trainer.disks import copy_to_other_disks, disk_layout, writes_checkpoints
+from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
 from textbox.trainer.signals import raise_on_signals
-from textbox.utils.atomic import restore_interrupted
+from textbox.utils.atomic import remove_stale_staging, restore_interrupted
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, object]:
@@ -86,6 +87,10 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     disk_layout(accelerator, run.run_dir)  # machines without a shared disk keep their own checkpoints
     if config.resume and find_resume_dir(run.run_dir) is not None:  # a damaged checkpoint_last is named first
         check_resume_files(accelerator, run.run_dir / LAST)
+    if config.resume and writes_checkpoints(accelerator):  # half-written copies of a killed process: disk to free
+        stale = remove_stale_staging(run.run_dir)
+        if stale:
+            logger.info(f"removed what an interrupted process left unfinished in {run.run_dir}: {', '.join(stale)}")
     built = build(config, accelerator, logger)
     config = built.config  # its lengths fitted to the model: what tokenised the data, and what config.yaml records
     run = dataclasses.replace(run, config=config)
@@ -94,7 +99,8 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
     main_process_first(accelerator, lambda: evaluator.choose_engines(built.model, decodes))
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        check_free_space(run.run_dir, peak_checkpoint_bytes(weight_bytes(built.model), config.max_save), accelerator)
+        needed = peak_checkpoint_bytes(weight_bytes(built.model), config.max_save, _validations_ahead(run, built))
+        check_free_space(run.run_dir, needed, accelerator)
     make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
         attach_log_file(run.run_dir)
@@ -110,6 +116,17 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
+
+
+def _validations_ahead(run: RunContext, built: Built) -> int:
+    """The validations (each a checkpoint-<step>) this training will add: those it plans, less the checkpoint-<step>
+    a resumed run holds already."""
+    if "valid" not in built.splits:
+        return 0
+    per_epoch = steps_per_epoch(run.config, built.tokenized["train"], run.accelerator.num_processes)
+    planned = planned_validations(run.config, per_epoch)
+    written = len(list(run.run_dir.glob("checkpoint-*"))) if run.config.resume and run.run_dir.is_dir() else 0
+    return max(planned - written, 0)
 
 
 class Built(NamedTuple):

@@ -17,7 +17,7 @@ from accelerate import Accelerator
 from accelerate.utils import DistributedType
 from accelerate.utils import load  # accelerate's own torch.load (weights_only, numpy's RNG state allowed)
 
-from textbox.config import TextBoxUserError
+from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
 from textbox.model.adapter_files import save_model_files
 from textbox.model.built_model import EfficientRecord
@@ -26,7 +26,7 @@ from textbox.model.quantization import is_quantized
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
-from textbox.utils.atomic import atomic_directory, restore_interrupted, swap_in
+from textbox.utils.atomic import atomic_directory, restore_interrupted, staged, swap_in
 
 if TYPE_CHECKING:
     import torch
@@ -65,11 +65,12 @@ def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()
-    if writes_checkpoints(accelerator):
-        (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
-        swap_in(tmp, final)
+    with staged(tmp, LAST):  # a failed save leaves no partial copy behind; a full disk is a NoSpaceLeft
+        accelerator.save_state(str(tmp))
+        accelerator.wait_for_everyone()
+        if writes_checkpoints(accelerator):
+            (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
+            swap_in(tmp, final)
     accelerator.wait_for_everyone()
 
 
@@ -202,6 +203,20 @@ def step_checkpoints_kept(max_save: int) -> int | None:
     """How many checkpoint-<step> directories --max_save keeps (None: all). max_save counts as TextBox 2.0 did,
     the best and the latest: checkpoint_best and checkpoint_last are two of them."""
     return None if max_save == -1 else max(max_save - 2, 0)
+
+
+def planned_validations(config: Config, steps_per_epoch: int) -> int:
+    """How many validations (each writes a checkpoint-<step>) training does at most, as the loop reads its
+    settings: every valid_steps steps or full epochs, and once more at the end unless the last step was one
+    (early stopping may end sooner). 0 with --do_valid=False."""
+    if not config.do_valid:
+        return 0
+    total_steps = config.max_steps or config.epochs * steps_per_epoch
+    if config.valid_strategy == "step":
+        return total_steps // config.valid_steps + (total_steps % config.valid_steps != 0)
+    full_epochs = total_steps // steps_per_epoch
+    at_end = total_steps % steps_per_epoch == 0 and full_epochs % config.valid_steps == 0
+    return full_epochs // config.valid_steps + (not at_end)
 
 
 def prune_step_checkpoints(run_dir: Path, keep: int) -> None:

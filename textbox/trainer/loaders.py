@@ -15,6 +15,8 @@ from textbox.data.examples import Collator
 if TYPE_CHECKING:
     import datasets
 
+    from textbox.data.batching import ShuffledBatchSampler, TokenBudgetBatchSampler
+
 Batch = TypeVar("Batch")
 
 
@@ -33,19 +35,14 @@ def train_loader(config: Config, accelerator: Accelerator, data: datasets.Datase
                  log: Callable[[str], None]) -> EpochBatches:
     """Batches of train_batch_size examples, or token-budget batches (max_tokens), every process getting as many
     (rounded up with fillers that train nothing: textbox.data.batching), whatever the number of examples."""
-    from textbox.data.batching import (ShuffledBatchSampler, TokenBudgetBatchSampler, TrainExamples, column_lengths,
-                                       padding_fraction)
+    from textbox.data.batching import TokenBudgetBatchSampler, TrainExamples, column_lengths, padding_fraction
 
-    processes = accelerator.num_processes
-    batches: TokenBudgetBatchSampler | ShuffledBatchSampler
-    if config.max_tokens is not None:  # batch order depends on seed and epoch only (exact resume)
+    batches = batch_sampler(config, data, accelerator.num_processes)
+    if isinstance(batches, TokenBudgetBatchSampler):
         sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
-        batches = TokenBudgetBatchSampler(sources, targets, config.max_tokens, config.seed, processes)
         real = len(batches.spans)
         log(f"max_tokens={config.max_tokens}: {real} batches per epoch of {len(data) / real:.1f} examples on "
             f"average, {padding_fraction(batches.batches()[:real], sources, targets):.1%} of their tokens padding")
-    else:
-        batches = ShuffledBatchSampler(len(data), config.train_batch_size, config.seed, processes)
     # Its own generator: creating an epoch iterator (worker seeds) must not draw from the global RNG (dropout),
     # or a resumed run would diverge from an uninterrupted one.
     generator = torch.Generator().manual_seed(config.seed)
@@ -58,6 +55,25 @@ def train_loader(config: Config, accelerator: Accelerator, data: datasets.Datase
         TrainExamples(data), batch_sampler=batches, generator=generator,  # type: ignore[arg-type]
         collate_fn=collator, num_workers=config.num_workers, pin_memory=pin_memory)
     return accelerator.prepare(loader)
+
+
+def batch_sampler(config: Config, data: datasets.Dataset, processes: int
+                  ) -> TokenBudgetBatchSampler | ShuffledBatchSampler:
+    """The training batches of every epoch: token-budget batches (max_tokens) or train_batch_size examples, their
+    order depending on seed and epoch only (exact resume)."""
+    from textbox.data.batching import ShuffledBatchSampler, TokenBudgetBatchSampler, column_lengths
+
+    if config.max_tokens is not None:
+        sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
+        return TokenBudgetBatchSampler(sources, targets, config.max_tokens, config.seed, processes)
+    return ShuffledBatchSampler(len(data), config.train_batch_size, config.seed, processes)
+
+
+def steps_per_epoch(config: Config, data: datasets.Dataset, processes: int) -> int:
+    """Optimiser steps per epoch on ``processes`` processes, as the training loop counts them (each process gets
+    an equal share of the batches, accumulation_steps of them a step)."""
+    batches = len(batch_sampler(config, data, processes)) // processes
+    return max(-(-batches // config.accumulation_steps), 1)
 
 
 def accumulation_windows(batches: Iterable[Batch], size: int) -> Iterator[list[Batch]]:

@@ -76,17 +76,17 @@ class Trainer:
         self._reuse_freed_memory()
         plan = self._prepare(train_data)
         window = ThroughputWindow()
-        progress = tqdm(total=plan.total_steps, initial=self.state.step, desc="train",
-                        disable=not self.accelerator.is_local_main_process)
         self.model.train()
-        with stop_on_signals() as stop_request, explain_ddp_errors():
+        # the bar is closed (its line ended) however training ends, so that an error prints on a line of its own
+        with tqdm(total=plan.total_steps, initial=self.state.step, desc="train",
+                  disable=not self.accelerator.is_local_main_process) as progress, \
+                stop_on_signals() as stop_request, explain_ddp_errors():
             self._train_epochs(plan, window, progress, stop_request)
             if self.state.validated_step != self.state.step:
                 self._validate()  # the final model always competes for checkpoint_best
             if self.config.average_checkpoints > 1 and validation is not None and \
                     self.state.averaged.get("at_step") != self.state.step:
                 self._validate_average()  # so does the mean of the last checkpoints
-        progress.close()
         if validation is not None and self.state.best_score is None and self.state.validations:
             self._best_is_final_model()
         elif validation is None or not self.best_dir.exists():

@@ -1,12 +1,62 @@
 """Write files and directories all at once, so that a killed process never leaves half of one behind."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+# Less free space than this on the disk where a write just failed: the disk is full (a library that writes through
+# C++ streams, torch.save's, reports a full disk as a RuntimeError without an errno).
+_FULL_BELOW = 2**20
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoSpaceLeft(OSError):
+    """A write that failed because its disk is full; its partial files are removed, the previous version kept. The
+    message names the directory and says what to do."""
+
+    def __init__(self, directory: Path, what: str):
+        directory = Path(directory).absolute()
+        free = _free_bytes(directory)
+        super().__init__(errno.ENOSPC, f"no space left on the disk of {directory} while writing {what} "
+                                       f"({free / 2**20:,.1f} MiB free once its partial copy was removed): free some "
+                                       f"space or choose another directory; the previous version, if any, is intact")
+
+
+@contextmanager
+def staged(staging: Path, what: str) -> Iterator[None]:
+    """Run a block that writes ``staging``; if it fails, ``staging`` is removed, and a full disk is a NoSpaceLeft
+    naming ``what`` and the directory (the free space is read before the removal gives some back)."""
+    try:
+        yield
+    except Exception as error:
+        full = is_disk_full(error, staging.parent)
+        _remove(staging)
+        if full and not isinstance(error, NoSpaceLeft):
+            raise NoSpaceLeft(staging.parent, what) from error
+        raise
+
+
+def is_disk_full(error: BaseException, directory: Path) -> bool:
+    """Whether ``error`` (or what caused it) says the disk is full, or the disk of ``directory`` is nearly so."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in _NO_SPACE:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return _free_bytes(directory) < _FULL_BELOW
+
+
+def _free_bytes(directory: Path) -> int:
+    try:
+        return shutil.disk_usage(directory).free
+    except OSError:
+        return _FULL_BELOW  # unknown: not counted as full
 
 
 @contextmanager
@@ -25,11 +75,12 @@ def atomic_directory(final: Path) -> Iterator[Path]:
     staging = _sibling(final, "partial")
     staging.mkdir()
     try:
-        yield staging
-        if replacing:
-            swap_in(staging, final)
-        else:
-            publish_new(staging, final)
+        with staged(staging, final.name):
+            yield staging
+            if replacing:
+                swap_in(staging, final)
+            else:
+                publish_new(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -76,11 +127,51 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = _sibling(path, "partial")
     try:
-        staging.write_text(text, encoding="utf-8")
-        os.replace(staging, path)
+        with staged(staging, path.name):
+            staging.write_text(text, encoding="utf-8")
+            os.replace(staging, path)
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
+
+
+_STAGING = re.compile(r"^\.(?P<name>.+)\.(?:partial-(?P<pid>\d+)-[0-9a-f]{8}|(?P<tmp>tmp)|(?P<old>old))$")
+
+
+def remove_stale_staging(directory: Path) -> list[str]:
+    """The staging entries a killed process left in ``directory``, removed: a half-written copy (``.<name>.partial-
+    <pid>-<id>`` of a process no longer alive, ``.<name>.tmp``) and a previous version whose replacement is in place
+    (``.<name>.old``; without the replacement it is put back, as restore_interrupted does). Their names."""
+    removed = []
+    for entry in sorted(Path(directory).iterdir()) if Path(directory).is_dir() else []:
+        match = _STAGING.match(entry.name)
+        if match is None or (match["pid"] and _alive(int(match["pid"]))):
+            continue
+        if match["old"] and not (entry.parent / match["name"]).exists():
+            restore_interrupted(entry.parent / match["name"])
+            continue
+        _remove(entry)
+        removed.append(entry.name)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _sibling(path: Path, tag: str) -> Path:

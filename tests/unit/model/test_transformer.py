@@ -77,6 +77,12 @@ def test_misspelled_config_kwargs_are_rejected(tiny_config, train_split):
         transformer.build(tiny_config(config_kwargs={"d_modle": 64}), train_split)
 
 
+def test_a_config_kwargs_value_the_bart_config_refuses_is_a_user_error_naming_it(tiny_config, train_split):
+    """The builder's own guard, for a config the checks could not read (textbox.model.kwargs_types checks first)."""
+    with pytest.raises(TextBoxUserError, match="--config_kwargs: Validation error for field 'd_model'"):
+        transformer.build(tiny_config(config_kwargs={"d_model": "abc"}), train_split)
+
+
 def test_unknown_tokenizer_kwargs_are_rejected(tiny_config, train_split):
     with pytest.raises(TextBoxUserError, match="--tokenizer_kwargs: vocab not understood.*vocab_size and min_freq"):
         transformer.build(tiny_config(tokenizer_kwargs={"vocab": 300}), train_split)

@@ -84,5 +84,27 @@ def test_free_space_of_a_run_directory_not_made_yet_is_its_nearest_existing_dire
     assert asked == [tmp_path]
 
 def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
-    assert run_dirs.peak_checkpoint_bytes(100, max_save=2) == 800  # best x2, last (weights + 2 moments) x2
-    assert run_dirs.peak_checkpoint_bytes(100, max_save=5) == 1200  # and 3 + 1 checkpoint-<step>
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=2, validations=10) == 800  # best x2, last (+ 2 moments) x2
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=5, validations=10) == 1200  # and 3 + 1 checkpoint-<step>
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=5, validations=2) == 1000  # only 2 are ever written
+
+
+def test_max_save_minus_one_counts_the_checkpoint_of_every_validation_the_run_will_do():
+    """Was: -1 counted as one checkpoint-<step>, so a run validating 40 times passed the check and filled the disk."""
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=-1, validations=40) == 800 + 40 * 100
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=-1, validations=0) == 800
+
+
+@pytest.mark.parametrize("changes, per_epoch, validations", [
+    ({"epochs": 3}, 10, 3),  # each epoch, the last one's at the end
+    ({"epochs": 3, "valid_steps": 2}, 10, 2),  # epoch 2, and the final model
+    ({"epochs": 4, "valid_steps": 2}, 10, 2),
+    ({"valid_strategy": "step", "valid_steps": 4, "epochs": 2}, 10, 5),  # steps 4, 8, 12, 16, and 20
+    ({"valid_strategy": "step", "valid_steps": 5, "epochs": 2}, 10, 4),
+    ({"max_steps": 25, "epochs": 9}, 10, 3),  # epochs 1 and 2, then step 25
+    ({"do_valid": False, "epochs": 3}, 10, 0),
+])
+def test_planned_validations_are_the_training_loops(changes, per_epoch, validations):
+    from textbox.trainer.checkpoint import planned_validations
+
+    assert planned_validations(trainer_config(**changes), per_epoch) == validations

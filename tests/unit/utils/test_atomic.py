@@ -59,3 +59,64 @@ def test_a_kill_between_the_two_renames_keeps_the_previous_version(tmp_path):
     final.rename(aside(final))  # the state right after the first rename of a later save
     restore_interrupted(final)
     assert (final / "weights").read_text() == "v1"
+
+
+def test_a_full_disk_is_a_no_space_left_naming_the_directory_and_its_partial_copy_is_removed(tmp_path, monkeypatch):
+    """torch.save reports a full disk as a RuntimeError without an errno: the free space where it failed tells."""
+    import errno
+    import shutil
+    from collections import namedtuple
+
+    from textbox.utils.atomic import NoSpaceLeft
+
+    usage = namedtuple("usage", "total used free")
+    free = {"bytes": 0}
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**30, 2**30, free["bytes"]))
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "weights").write_text("old")
+    with pytest.raises(NoSpaceLeft) as caught, atomic_directory(tmp_path / "best") as staging:
+        (staging / "weights").write_text("half")
+        raise RuntimeError("basic_ios::clear: iostream error")
+    assert caught.value.errno == errno.ENOSPC
+    assert str(caught.value.strerror).startswith(f"no space left on the disk of {tmp_path} while writing best")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["best"]  # no partial copy
+    assert (tmp_path / "best" / "weights").read_text() == "old"  # the previous version, intact
+    free["bytes"] = 2**30  # room on the disk: the error is not a full disk, and stays what it was
+    with pytest.raises(RuntimeError), atomic_directory(tmp_path / "best") as staging:
+        raise RuntimeError("another failure")
+    with pytest.raises(NoSpaceLeft):  # an errno says so whatever the free space
+        _raise_enospc(tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["best"]
+
+
+def _raise_enospc(directory):
+    import errno
+
+    from textbox.utils.atomic import staged
+
+    staging = directory / ".results.json.tmp"
+    with staged(staging, "results.json"):
+        staging.write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_stale_staging_entries_of_killed_processes_are_removed_and_a_live_ones_kept(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from textbox.utils.atomic import aside, remove_stale_staging
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    for name in (f".checkpoint_best.partial-{dead_pid}-0123abcd", ".checkpoint_last.tmp", "checkpoint_last",
+                 "checkpoint_best", f".results.json.partial-{os.getppid()}-89abcdef", ".hidden_by_the_user"):
+        (tmp_path / name).mkdir()
+    (aside(tmp_path / "checkpoint_last")).mkdir()  # the previous version, its replacement in place
+    (aside(tmp_path / "checkpoint-8")).mkdir()  # a kill between the two renames: the previous version goes back
+    assert remove_stale_staging(tmp_path) == [f".checkpoint_best.partial-{dead_pid}-0123abcd",
+                                              ".checkpoint_last.old", ".checkpoint_last.tmp"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".hidden_by_the_user", f".results.json.partial-{os.getppid()}-89abcdef", "checkpoint-8", "checkpoint_best",
+        "checkpoint_last"]
