@@ -32,6 +32,14 @@ def shared_dataset():
 
 
 @pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """The toy dataset in tmp_path/toy: one example ("a b" -> "c d") per split, enough for the dataset check."""
+    from tests.helpers import make_toy_dataset
+
+    return make_toy_dataset(tmp_path / "toy")
+
+
+@pytest.fixture
 def fresh_accelerate_state():
     """accelerate's process-wide state reset around a test that builds its own Accelerator(s)."""
     from accelerate.state import AcceleratorState, GradientState

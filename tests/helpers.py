@@ -1,4 +1,6 @@
-"""Test helpers: a tiny synthetic dataset and the tiny model settings used by end-to-end tests."""
+"""Test helpers, in one place: the toy and copy datasets, the subprocess environment
+(offline_env), a fresh interpreter (fresh_python), run_textbox.py as a user runs it (run_script, start_script) and
+as 2 CPU processes (run_two_processes). Fixtures built from them live in tests/conftest.py; docs/testing.md."""
 from __future__ import annotations
 
 import json
@@ -30,6 +32,15 @@ def missing_nltk_data(problem: str) -> bool:
     return "metric 'meteor' needs NLTK's WordNet" in problem or "needs NLTK's punkt_tab data" in problem
 
 
+def make_toy_dataset(root: Path) -> Path:
+    """The smallest plain dataset that passes the dataset check: one example ("a b" -> "c d") per split."""
+    root.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        (root / f"{split}.src").write_text("a b\n")
+        (root / f"{split}.tgt").write_text("c d\n")
+    return root
+
+
 def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int = 0) -> Path:
     """A reverse-the-words task: learnable in seconds, with real line-per-example files."""
     rng = random.Random(seed)
@@ -45,21 +56,36 @@ def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int
     return root
 
 
-def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None = None,
-               script: str = "run_textbox.py") -> subprocess.CompletedProcess:
-    """Run one of the project's scripts as a user would, in ``cwd``."""
+def offline_env(**extra: str) -> dict[str, str]:
+    """The environment of a test's subprocess: this process's, offline (the hub and datasets), one thread,
+    tokenizers without their thread pool, the project importable (PYTHONPATH); ``extra`` over it."""
     # One thread: tiny models gain nothing from two, and on a busy 2-core machine two threads spin-wait on each
     # other (a tiny model's step took ~1 s with 2 threads and ~30 ms with 1).
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT_ROOT), **(env or {})}
-    return subprocess.run([sys.executable, str(PROJECT_ROOT / script), *args], cwd=cwd, env=full_env,
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT_ROOT), **extra}
+
+
+def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None = None,
+               script: str | Path = "run_textbox.py", input: str | None = None) -> subprocess.CompletedProcess:
+    """Run one of the project's scripts (or a script at an absolute path) as a user would, in ``cwd``, with
+    offline_env (``env`` over it); ``input``: its standard input."""
+    return subprocess.run([sys.executable, str(PROJECT_ROOT / script), *args], cwd=cwd, input=input,
+                          env=offline_env(**(env or {})), capture_output=True, text=True, timeout=timeout)
+
+
+def fresh_python(script: str, *args: str, cwd: Path = PROJECT_ROOT, env: dict | None = None,
+                 timeout: int = 120) -> subprocess.CompletedProcess:
+    """``python -c script args`` in a fresh interpreter (what a module imports or registers, a process-wide
+    setting), in ``cwd``; output captured as text. ``env``: the whole environment (default offline_env())."""
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=offline_env() if env is None else env,
                           capture_output=True, text=True, timeout=timeout)
 
 
 def fresh_python_prints(script: str) -> str:
     """What ``python -c script`` prints in a fresh interpreter (import order, what a module loads): stripped."""
-    return subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          check=True, timeout=120).stdout.strip()
+    done = fresh_python(script)
+    done.check_returncode()
+    return done.stdout.strip()
 
 
 def run_in_process(args: list[str], cwd: Path) -> int:
@@ -94,6 +120,18 @@ def accelerate_two_cpu_processes() -> list[str]:
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port]
 
 
+def run_two_processes(args: list[str], cwd: Path, script: str | Path = "run_textbox.py",
+                      launcher: list[str] | tuple[str, ...] | None = None, cpu: bool = True, env: dict | None = None,
+                      timeout: int = 900) -> subprocess.CompletedProcess:
+    """``script`` (one of the project's, or an absolute path) launched as 2 processes, in ``cwd``: by
+    accelerate_two_cpu_processes unless ``launcher`` is another launch command; with offline_env, and
+    ACCELERATE_USE_CPU (read by accelerate launch only) unless ``cpu`` is False; ``env`` over it."""
+    extra = {"ACCELERATE_USE_CPU": "true"} if cpu else {}
+    command = [*(launcher or accelerate_two_cpu_processes()), str(PROJECT_ROOT / script), *args]
+    return subprocess.run(command, cwd=cwd, env=offline_env(**{**extra, **(env or {})}), capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def train_losses(run_dir: Path) -> dict[int, float]:
     """Per-step training loss of a run, from its metrics.jsonl (logged with --logging_steps=1)."""
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -102,8 +140,7 @@ def train_losses(run_dir: Path) -> dict[int, float]:
 
 def start_script(args: list[str], cwd: Path, launcher: tuple[str, ...] = (sys.executable,)) -> subprocess.Popen:
     """run_textbox.py started in the background (single-threaded, offline), its stderr captured."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(PROJECT_ROOT), "ACCELERATE_USE_CPU": "true"}  # read by accelerate launch only
+    env = offline_env(ACCELERATE_USE_CPU="true")  # read by accelerate launch only
     return subprocess.Popen([*launcher, str(PROJECT_ROOT / "run_textbox.py"), *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 

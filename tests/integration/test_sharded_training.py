@@ -6,7 +6,6 @@ distribution types); TextBox refuses such a launch (exit 2, nothing written). Th
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 CONFIGS = PROJECT_ROOT / "configs" / "accelerate"
@@ -46,10 +45,9 @@ def test_deepspeed_accumulation_conflict_exits_2_naming_both(tmp_path: Path):
 
 
 def _launch(config_file: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file),
-               "--num_processes", "2", str(PROJECT_ROOT / "run_textbox.py"), *args]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file),
+                "--num_processes", "2"]
+    return run_two_processes(args, cwd, launcher=launcher, cpu=False)
 
 
 def _train_and_check(config_file: Path, tmp_path: Path) -> None:
