@@ -1,4 +1,4 @@
-"""Test helpers, in one place: the toy and copy datasets, the subprocess environment
+"""Test helpers, in one place: the toy and copy datasets, the tiny BART config, the subprocess environment
 (offline_env), a fresh interpreter (fresh_python), run_textbox.py as a user runs it (run_script, start_script) and
 as 2 CPU processes (run_two_processes). Fixtures built from them live in tests/conftest.py; docs/testing.md."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import PROJECT_ROOT
 
@@ -54,6 +55,36 @@ def make_copy_dataset(root: Path, sizes: dict[str, int] | None = None, seed: int
         (root / f"{split}.src").write_text("\n".join(sources) + "\n")
         (root / f"{split}.tgt").write_text("\n".join(targets) + "\n")
     return root
+
+
+# tiny_bart_config's sizes unless a test says otherwise: d=32, 2 + 2 layers, 2 heads, 64 positions.
+TINY_BART_SIZES = {"d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
+                   "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64,
+                   "max_position_embeddings": 64}
+
+
+def reverse_words_tokenizer(cache_dir: Path) -> Any:
+    """The tiny tokenizer: BPE (300 tokens at most, BART's special ids) trained on the reverse-the-words sources of
+    tests/unit/trainer/tiny.py (the ``tiny_tokenizer`` fixture, and the two-process workers' own)."""
+    from tests.unit.trainer.tiny import reverse_words_split
+    from textbox.model.tokenizer import train_bpe_tokenizer
+
+    return train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
+                               cache_dir=cache_dir, log=lambda _: None)
+
+
+def tiny_bart_config(tokenizer: Any = None, **changes: Any) -> Any:
+    """A from-scratch BART's config (TINY_BART_SIZES, ``changes`` over them). With a ``tokenizer``: its vocabulary
+    size and BART's conventions over its ids (pad, bos, eos; the decoder starts with eos and generation is forced to
+    end with it); without one, give vocab_size: BartConfig's default ids, which are also textbox's BPE tokenizer's
+    (<s> 0, <pad> 1, </s> 2)."""
+    from transformers import BartConfig
+
+    ids = {} if tokenizer is None else {
+        "vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id, "decoder_start_token_id": tokenizer.eos_token_id,
+        "forced_eos_token_id": tokenizer.eos_token_id}
+    return BartConfig(**{**TINY_BART_SIZES, **ids, **changes})
 
 
 def offline_env(**extra: str) -> dict[str, str]:

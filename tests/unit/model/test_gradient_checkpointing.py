@@ -7,10 +7,11 @@ import copy
 
 import pytest
 import torch
-from transformers import (BartConfig, BartForConditionalGeneration, BertConfig, EncoderDecoderConfig, EncoderDecoderModel, GPT2Config,
-                          GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OpenAIGPTConfig, OpenAIGPTLMHeadModel,
-                          T5Config, T5ForConditionalGeneration)
+from transformers import (BartForConditionalGeneration, BertConfig, EncoderDecoderConfig, EncoderDecoderModel,
+                          GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OpenAIGPTConfig,
+                          OpenAIGPTLMHeadModel, T5Config, T5ForConditionalGeneration)
 
+from tests.helpers import tiny_bart_config
 from textbox.config import TextBoxUserError
 from textbox.model.build import build_model
 from textbox.model.loss import forward_token_losses
@@ -22,9 +23,8 @@ VOCAB, IDS = 60, {"pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "deco
 
 
 def bart() -> torch.nn.Module:
-    return BartForConditionalGeneration(BartConfig(
-        vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, dropout=0.2, attention_dropout=0.1,
+    return BartForConditionalGeneration(tiny_bart_config(
+        vocab_size=VOCAB, d_model=16, encoder_ffn_dim=32, decoder_ffn_dim=32, dropout=0.2, attention_dropout=0.1,
         max_position_embeddings=32, **IDS))
 
 
