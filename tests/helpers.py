@@ -33,6 +33,33 @@ def missing_nltk_data(problem: str) -> bool:
     return "metric 'meteor' needs NLTK's WordNet" in problem or "needs NLTK's punkt_tab data" in problem
 
 
+def problems(*argv: str) -> list[str]:
+    """The configuration problems of a command line, as load_checked_config reports them (empty when accepted)."""
+    from textbox.checks import load_checked_config
+    from textbox.config.errors import ConfigError
+
+    try:
+        load_checked_config(list(argv))
+    except ConfigError as error:
+        return error.problems
+    return []
+
+
+def one_problem(*argv: str) -> str:
+    """The one configuration problem of a command line (fails if there are none or several)."""
+    found = problems(*argv)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def user_config(**values: Any) -> Any:
+    """A Config whose given keys were set on the command line (as builders see a user's settings)."""
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+
+    return Config({**DEFAULTS, **values}, {name: "command line" for name in values})
+
+
 def make_toy_dataset(root: Path) -> Path:
     """The smallest plain dataset that passes the dataset check: one example ("a b" -> "c d") per split."""
     root.mkdir(parents=True, exist_ok=True)
