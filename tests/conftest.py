@@ -22,6 +22,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
 
+def pytest_configure(config):
+    # slow is declared in pyproject.toml; cuda here, beside the tests' other set-up
+    config.addinivalue_line("markers", "cuda: needs CUDA GPUs (skipped, with the reason, where there are too few)")
+
+
 @pytest.fixture
 def shared_dataset():
     """Path to a dataset in ../shared/datasets; the test is skipped when ../shared is absent."""
@@ -108,10 +113,16 @@ def corpus(train_split) -> list[str]:
 
 @pytest.fixture(scope="session")
 def tiny_transformer(tmp_path_factory, train_split):
-    """(model, tokenizer) of the from-scratch builder, shared because training the tokenizer takes time."""
+    """(model, tokenizer) of the from-scratch builder, shared because training the tokenizer takes time. Its weights
+    are seeded: the same whichever test asks first (the order differs under pytest -n), and no other test's random
+    numbers change."""
+    import torch
+
     from textbox.model import transformer
 
-    built = transformer.build(_tiny_config(tmp_path_factory.mktemp("cache")), train_split)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        built = transformer.build(_tiny_config(tmp_path_factory.mktemp("cache")), train_split)
     return built.model, built.tokenizer
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -171,9 +172,17 @@ def run_in_process(args: list[str], cwd: Path) -> int:
         reset_accelerate()
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the system picks it), for a launcher's rendezvous: tests running side by side
+    (pytest -n) each get their own."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def accelerate_two_cpu_processes() -> list[str]:
     """The accelerate launch command that really starts 2 communicating CPU processes (ENVIRONMENT.md)."""
-    port = str(29500 + os.getpid() % 400)
+    port = str(free_port())
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port]
 

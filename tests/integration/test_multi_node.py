@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,15 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, offline_env, run_two_processes
+from tests.helpers import TINY_MODEL_ARGS, free_port, make_copy_dataset, offline_env, run_two_processes
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _machine_launcher(rank: int, port: int) -> list[str]:
@@ -45,7 +38,7 @@ def weights_hash(checkpoint: Path) -> str:
 
 def _two_machines(tmp_path: Path, args: list[str]) -> list[Path]:
     """One run of the two launchers, each in its own working directory (machine0/, machine1/)."""
-    port = _free_port()
+    port = free_port()
     machines = [tmp_path / f"machine{rank}" for rank in (0, 1)]
     launched = []
     for rank, machine in enumerate(machines):

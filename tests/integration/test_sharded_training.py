@@ -71,12 +71,14 @@ def _train_and_check(config_file: Path, tmp_path: Path) -> None:
     assert "resumed from" in (run / "project.log").read_text()
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(_gpus() < 2, reason="accelerate 1.15 runs FSDP on CUDA processes only (on CPU processes it "
                                         "trains plain DDP without a word); this needs 2 GPUs")
 def test_fsdp_on_two_gpus(tmp_path: Path):
     _train_and_check(CONFIGS / "fsdp.yaml", tmp_path)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(_gpus() < 2 or importlib.util.find_spec("deepspeed") is None,
                     reason="DeepSpeed is not installed and needs CUDA GPUs (2 here)")
 @pytest.mark.parametrize("stage", ["deepspeed_zero2.yaml", "deepspeed_zero3.yaml"])
