@@ -94,7 +94,7 @@ def test_input_file_writes_all_sequences_next_to_the_output_file(trained_run: Pa
             "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=5",
             f"--data_path={work / 'copy'}", f"--generation_kwargs={GENERATION}", f"--input_file={sources}",
             f"--output_file={output}", f"--filename=infer{processes}"]
-    done = run_script(args, cwd=work) if processes == 1 else _two_processes(args, work)
+    done = run_script(args, cwd=work) if processes == 1 else run_two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = _reference(trained_run / "checkpoint_best", sources)
     if processes == 1:
