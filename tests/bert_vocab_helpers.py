@@ -22,16 +22,18 @@ def bert_vocab_model(family: str, tokenizer: Any, **generation: Any) -> Any:
     config's places: [CLS] starts, [SEP] ends (and starts BART's decoder). ``generation`` goes into its
     generation config."""
     import torch
-    from transformers import BartConfig, BartForConditionalGeneration, GPT2Config, GPT2LMHeadModel
+    from transformers import BartForConditionalGeneration, GPT2Config, GPT2LMHeadModel
+
+    from tests.helpers import tiny_bart_config
 
     torch.manual_seed(0)
     ids = {"bos_token_id": tokenizer.cls_token_id, "eos_token_id": tokenizer.sep_token_id,
            "pad_token_id": tokenizer.pad_token_id}
     if family == "bart":
-        model = BartForConditionalGeneration(BartConfig(
-            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
-            forced_eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.sep_token_id, **ids))
+        model = BartForConditionalGeneration(tiny_bart_config(
+            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_ffn_dim=32,
+            decoder_ffn_dim=32, forced_eos_token_id=tokenizer.sep_token_id,
+            decoder_start_token_id=tokenizer.sep_token_id, **ids))
     elif family == "gpt2":
         model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=16, n_layer=1, n_head=2,
                                            n_positions=64, **ids))

@@ -13,20 +13,19 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from transformers import BartConfig, BartForConditionalGeneration
+from transformers import BartForConditionalGeneration
 
 from textbox.data.collate import Seq2SeqCollator
-from textbox.model.tokenizer import train_bpe_tokenizer
 from textbox.trainer import loop
 from textbox.trainer.context import RunContext, TrainerContext
 from textbox.data.split import Split
-from tests.unit.trainer.tiny import TINY_BART, WORDS, reverse_words_split, trainer_config
+from tests.helpers import reverse_words_tokenizer, tiny_bart_config
+from tests.unit.trainer.tiny import TINY_BART, WORDS, trainer_config
 
 
 def main(mode: str, out: Path, cache: Path) -> None:
     torch.set_num_threads(1)
-    tokenizer = train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
-                                    cache_dir=cache, log=lambda _: None)
+    tokenizer = reverse_words_tokenizer(cache)
     split = Split("train", [" ".join(WORDS[i:i + 4]) for i in range(7)],  # similar lengths: see "budget"
                   [[" ".join(reversed(WORDS[i:i + 4]))] for i in range(7)])
     sources, targets = tokenizer(split.sources)["input_ids"], tokenizer([t[0] for t in split.targets])["input_ids"]
@@ -38,9 +37,7 @@ def main(mode: str, out: Path, cache: Path) -> None:
         "budget": {"max_tokens": max(len(s) + len(t) for s, t in zip(sources, targets)), "accumulation_steps": 8},
     }[mode]
     torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, **TINY_BART))
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer, **TINY_BART))
     accelerator = Accelerator(cpu=True)
     config = trainer_config(optimizer="sgd", learning_rate=1.0, **batching)
     run_dir = out.parent / f"run-{mode}"

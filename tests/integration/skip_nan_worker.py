@@ -12,19 +12,18 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from transformers import BartConfig, BartForConditionalGeneration
+from transformers import BartForConditionalGeneration
 
 from textbox.data.collate import Seq2SeqCollator
-from textbox.model.tokenizer import train_bpe_tokenizer
 from textbox.trainer import loop
 from textbox.trainer.context import RunContext, TrainerContext
+from tests.helpers import reverse_words_tokenizer, tiny_bart_config
 from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
 
 
 def main(mode: str, out: Path, cache: Path) -> None:
     torch.set_num_threads(1)
-    tokenizer = train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
-                                    cache_dir=cache, log=lambda _: None)
+    tokenizer = reverse_words_tokenizer(cache)
     split = reverse_words_split(8, seed=3)
     sources, targets = tokenizer(split.sources)["input_ids"], tokenizer([t[0] for t in split.targets])["input_ids"]
     data = [{"input_ids": source, "labels": target} for source, target in zip(sources, targets)]
@@ -43,9 +42,7 @@ def main(mode: str, out: Path, cache: Path) -> None:
     else:  # 8 batches of 1 over 2 processes: one window of 4 on each
         batching = {"train_batch_size": 1, "accumulation_steps": 4}
     torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id, **TINY_BART))
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer, **TINY_BART))
     accelerator = Accelerator(cpu=True)
     config = trainer_config(optimizer="sgd", learning_rate=1.0, skip_nan_batches=True, **batching)
     run_dir = out.parent / f"run-{mode}"

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import accelerate_two_cpu_processes, make_copy_dataset, run_in_process, run_script
+from tests.helpers import make_copy_dataset, run_in_process, run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -37,11 +34,7 @@ def test_ctranslate2_end_to_end(trained_copy_run: Path, tmp_path: Path):
     before = _digests(best)
 
     testing = [f"--model_path={best}", *common, "--do_train=False", "--eval_batch_size=4"]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *testing,
-               "--decoding_backend=ctranslate2", "--filename=two"]
-    two = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    two = run_two_processes([*testing, "--decoding_backend=ctranslate2", "--filename=two"], tmp_path)
     assert two.returncode == 0, two.stderr[-3000:]
     two_log = (tmp_path / "saved" / "two" / "project.log").read_text()
     assert "2 process(es)" in two_log

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_in_process, run_script, train_losses
+from tests.helpers import make_copy_dataset, run_in_process, run_script, tiny_bart_config, train_losses
 
 BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8",
              "--eval_batch_size=16", "--learning_rate=0.01", "--scheduler=constant", "--warmup_steps=0",
@@ -21,7 +21,7 @@ BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "
 def setup(tmp_path_factory) -> tuple[Path, Path]:
     """(data directory, a tiny BART saved with its tokenizer, standing in for a pretrained model)."""
     import torch
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     from textbox.model.tokenizer import train_bpe_tokenizer
 
@@ -30,12 +30,7 @@ def setup(tmp_path_factory) -> tuple[Path, Path]:
     texts = (data / "train.src").read_text().splitlines() + (data / "train.tgt").read_text().splitlines()
     tokenizer = train_bpe_tokenizer(texts, 300, 1, root / "cache", log=lambda _: None)
     torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, forced_eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id))
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer))
     base = root / "tiny-bart"
     model.save_pretrained(base)
     tokenizer.save_pretrained(base)

@@ -6,7 +6,6 @@ and a search prints a line per trial while each trial's project.log keeps the de
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +18,7 @@ from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_con
 from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.pipeline import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes, tiny_bart_config
 from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_lines
 
 MAIN_PROCESS = SimpleNamespace(is_main_process=True, wait_for_everyone=lambda: None)
@@ -113,17 +112,15 @@ def test_a_bad_model_path_fails_before_anything_is_written(bad_model_path_run):
 
 def _small_bart_checkpoint(path: Path, texts: list[str], **config) -> Path:
     """A save_pretrained BART directory (16 positions unless ``config`` says otherwise) with a BPE tokenizer."""
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     from textbox.model.tokenizer import train_bpe_tokenizer
 
     tokenizer = train_bpe_tokenizer(texts, vocab_size=300, min_frequency=1, cache_dir=path.parent / "cache",
                                     log=lambda _: None)
-    sizes = dict(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
-                 encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=16, decoder_ffn_dim=16,
-                 max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                 bos_token_id=tokenizer.bos_token_id, decoder_start_token_id=tokenizer.eos_token_id)
-    BartForConditionalGeneration(BartConfig(**{**sizes, **config})).save_pretrained(path)
+    sizes = dict(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=1, decoder_attention_heads=1,
+                 encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=16)
+    BartForConditionalGeneration(tiny_bart_config(tokenizer, **{**sizes, **config})).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 
@@ -262,10 +259,7 @@ def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(bad_mod
     work, args, single = bad_model_path_run  # --model_path with no config.json: the builder refuses it on rank 0
     message = single.stderr.strip().splitlines()[-1]
     assert single.returncode == 2 and message.startswith("error: ")
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    done = run_two_processes(args, work, timeout=300)
     assert done.returncode != 0
     assert done.stderr.count(message) == 1, done.stderr[-3000:]
     assert "gloo" not in done.stderr.lower()

@@ -4,15 +4,12 @@ processes and for --input_file, equal to model.generate on the same checkpoint; 
 before training with exit 2."""
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, run_two_processes
 from textbox.decoding.detokenize import one_line
 
 pytestmark = pytest.mark.slow
@@ -75,19 +72,12 @@ def test_one_process_writes_k_lines_per_example_and_scores_the_best(trained_run:
     assert "generation_all.txt" in (trained_run / "project.log").read_text()
 
 
-def _two_processes(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-
-
 def test_two_processes_keep_every_sequence_with_its_example(trained_run: Path):
     work = trained_run.parent.parent
     args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
             "--do_train=False", "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=4",
             f"--generation_kwargs={GENERATION}", "--metrics=['bleu']", "--filename=two"]
-    done = _two_processes(args, work)
+    done = run_two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 process(es)" in (work / "saved" / "two" / "project.log").read_text()
     _check_outputs(work / "saved" / "two", _reference(trained_run / "checkpoint_best", work / "copy" / "test.src"))
@@ -104,7 +94,7 @@ def test_input_file_writes_all_sequences_next_to_the_output_file(trained_run: Pa
             "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=5",
             f"--data_path={work / 'copy'}", f"--generation_kwargs={GENERATION}", f"--input_file={sources}",
             f"--output_file={output}", f"--filename=infer{processes}"]
-    done = run_script(args, cwd=work) if processes == 1 else _two_processes(args, work)
+    done = run_script(args, cwd=work) if processes == 1 else run_two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = _reference(trained_run / "checkpoint_best", sources)
     if processes == 1:

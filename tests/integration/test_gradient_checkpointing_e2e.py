@@ -2,15 +2,11 @@
 and under DistributedDataParallel on two (non-reentrant checkpointing is what DDP supports)."""
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import (TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process,
-                           train_losses)
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_two_processes, train_losses
 
 # The tiny model without dropout: two processes draw other dropout masks than one (the unit tests check that the
 # masks are the same with and without checkpointing).
@@ -23,13 +19,9 @@ def test_same_losses_with_checkpointing_on_one_and_two_processes(tmp_path: Path)
     accelerate launch, as a user runs it."""
     data = make_copy_dataset(tmp_path / "copy")
     common = [*ARGS, f"--data_path={data}"]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
     for name, extra in (("plain", []), ("checkpointed", ["--gradient_checkpointing=True"])):
         assert run_in_process([*common, *extra, f"--filename={name}"], cwd=tmp_path) == 0
-        two = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *common, *extra,
-                              f"--filename=two_{name}"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=900)
+        two = run_two_processes([*common, *extra, f"--filename=two_{name}"], tmp_path)
         assert two.returncode == 0, two.stderr[-3000:]
     runs = tmp_path / "saved"
     assert "gradient checkpointing: every layer" in (runs / "checkpointed" / "project.log").read_text()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import make_copy_dataset, run_script
+from tests.helpers import make_copy_dataset, run_script, tiny_bart_config
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ ARGS = ["--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8"
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     """A copy dataset and a tiny BART checkpoint (save_pretrained, hub-like) with a BPE tokenizer trained on it."""
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     from textbox.model.tokenizer import train_bpe_tokenizer
 
@@ -28,11 +28,7 @@ def work(tmp_path_factory) -> Path:
     texts = (data / "train.src").read_text().splitlines() + (data / "train.tgt").read_text().splitlines()
     tokenizer = train_bpe_tokenizer(texts, 300, 1, cache_dir=root / "cache", log=lambda _: None)
     torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id, forced_eos_token_id=tokenizer.eos_token_id))
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer, encoder_layers=1, decoder_layers=1))
     model.save_pretrained(root / "bart")
     tokenizer.save_pretrained(root / "bart")
     return root

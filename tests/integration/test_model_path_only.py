@@ -11,7 +11,7 @@ import yaml
 
 from tests.causal_helpers import save_tiny_causal_lm
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import make_copy_dataset, run_script
+from tests.helpers import make_copy_dataset, run_script, tiny_bart_config
 
 pytestmark = pytest.mark.slow
 
@@ -43,15 +43,10 @@ def _bpe(data: Path, work: Path):
 
 
 def save_bart(path: Path, data: Path, work: Path) -> Path:
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     tokenizer = _bpe(data, work)
-    ids = {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
-           "eos_token_id": tokenizer.eos_token_id, "decoder_start_token_id": tokenizer.eos_token_id}
-    config = BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=64, **ids)
-    BartForConditionalGeneration(config).save_pretrained(path)
+    BartForConditionalGeneration(tiny_bart_config(tokenizer, encoder_layers=1, decoder_layers=1)).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

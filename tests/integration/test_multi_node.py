@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,20 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset
+from tests.helpers import TINY_MODEL_ARGS, free_port, make_copy_dataset, offline_env, run_two_processes
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def _machine_launcher(rank: int, port: int) -> list[str]:
@@ -51,13 +38,13 @@ def weights_hash(checkpoint: Path) -> str:
 
 def _two_machines(tmp_path: Path, args: list[str]) -> list[Path]:
     """One run of the two launchers, each in its own working directory (machine0/, machine1/)."""
-    port = _free_port()
+    port = free_port()
     machines = [tmp_path / f"machine{rank}" for rank in (0, 1)]
     launched = []
     for rank, machine in enumerate(machines):
         machine.mkdir(exist_ok=True)
         launched.append(subprocess.Popen([*_machine_launcher(rank, port), str(PROJECT_ROOT / "run_textbox.py"),
-                                          *args], cwd=machine, env=_env(), stdout=subprocess.PIPE,
+                                          *args], cwd=machine, env=offline_env(ACCELERATE_USE_CPU="true"), stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True))
     try:
         outputs = [process.communicate(timeout=300) for process in launched]
@@ -79,9 +66,7 @@ def test_two_launchers_equal_one_launcher_and_resume_on_their_own_disks(tmp_path
             "--seed=7", "--saved_dir=saved", "--cache_dir=cache", "--filename=run"]
     single_dir = tmp_path / "single"
     single_dir.mkdir()
-    single = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args,
-                             "--max_steps=12"], cwd=single_dir, env=_env(), capture_output=True, text=True,
-                            timeout=300)
+    single = run_two_processes([*args, "--max_steps=12"], single_dir, timeout=300)
     assert single.returncode == 0, single.stderr[-3000:]
 
     machines = _two_machines(tmp_path, [*args, "--max_steps=8"])

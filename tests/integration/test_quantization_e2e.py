@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_script, train_losses
+from tests.helpers import make_copy_dataset, run_script, tiny_bart_config, train_losses
 
 pytest.importorskip("bitsandbytes")
 
@@ -27,7 +27,7 @@ CASES = {"nf4": ("bart", ["--quantization=nf4", "--double_quantization=True"]),
 def bases(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
     """(data directory, {"bart": a tiny saved BART, "gpt2": a tiny saved GPT-2}), standing in for pretrained models."""
     import torch
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     from tests.causal_helpers import save_tiny_causal_lm
     from textbox.model.tokenizer import train_bpe_tokenizer
@@ -37,12 +37,8 @@ def bases(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
     texts = (data / "train.src").read_text().splitlines() + (data / "train.tgt").read_text().splitlines()
     tokenizer = train_bpe_tokenizer(texts, 300, 1, root / "cache", log=lambda _: None)
     torch.manual_seed(0)
-    bart = BartForConditionalGeneration(BartConfig(
-        vocab_size=len(tokenizer), d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, forced_eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.eos_token_id))
+    bart = BartForConditionalGeneration(tiny_bart_config(tokenizer, d_model=64, encoder_ffn_dim=128,
+                                                         decoder_ffn_dim=128))
     bart.save_pretrained(root / "tiny-bart")
     tokenizer.save_pretrained(root / "tiny-bart")
     gpt2 = save_tiny_causal_lm(root / "tiny-gpt2", texts, "gpt2", root / "cache")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -14,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, offline_env, run_script
 
 pytest.importorskip("ray.tune", reason='--engine=ray needs pip install -e ".[ray]"')
 
@@ -70,8 +68,7 @@ def ray_head(tmp_path: Path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     head = subprocess.Popen([RAY_CLI, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
                              "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,7 +116,6 @@ def test_a_seed_study_on_a_joined_ray_cluster_matches_the_local_engine(tmp_path:
 
 @pytest.mark.slow
 def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
-    from textbox.config import TextBoxError
     from textbox.studies.search.search import run_search
     from textbox.studies.seeds import run_multi_seed
     from tests.integration.ray_runs import killing_run  # by package name: Ray workers import it

@@ -2,15 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import accelerate_two_cpu_processes, run_script
+from tests.helpers import run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -84,10 +80,7 @@ def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
     work = trained_run.parent.parent
     args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
             "--do_train=False", "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=4"]
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    command = [*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_textbox.py"), *args, "--filename=two_procs"]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    done = run_two_processes([*args, "--filename=two_procs"], work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 process(es)" in (work / "saved" / "two_procs" / "project.log").read_text()
     two = (work / "saved" / "two_procs" / "generation.txt").read_text()
@@ -112,10 +105,7 @@ def test_inference_on_a_file_and_on_stdin_keeps_order(trained_run: Path):
                        "--filename=infer"], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "out.txt").read_text() == expected
-    piped = subprocess.run([sys.executable, str(PROJECT_ROOT / "run_textbox.py"), *args, "--input_file=-",
-                            "--output_file=-", "--filename=infer_stdin"], cwd=work, capture_output=True, text=True,
-                           input=(work / "copy" / "test.src").read_text(), timeout=900,
-                           env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1",
-                                "OMP_NUM_THREADS": "1"})
+    piped = run_script([*args, "--input_file=-", "--output_file=-", "--filename=infer_stdin"], cwd=work,
+                       input=(work / "copy" / "test.src").read_text())
     assert piped.returncode == 0, piped.stderr[-3000:]
     assert piped.stdout == expected

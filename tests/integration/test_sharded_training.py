@@ -6,7 +6,6 @@ distribution types); TextBox refuses such a launch (exit 2, nothing written). Th
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 CONFIGS = PROJECT_ROOT / "configs" / "accelerate"
@@ -46,10 +45,9 @@ def test_deepspeed_accumulation_conflict_exits_2_naming_both(tmp_path: Path):
 
 
 def _launch(config_file: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file),
-               "--num_processes", "2", str(PROJECT_ROOT / "run_textbox.py"), *args]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file),
+                "--num_processes", "2"]
+    return run_two_processes(args, cwd, launcher=launcher, cpu=False)
 
 
 def _train_and_check(config_file: Path, tmp_path: Path) -> None:
@@ -73,12 +71,14 @@ def _train_and_check(config_file: Path, tmp_path: Path) -> None:
     assert "resumed from" in (run / "project.log").read_text()
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(_gpus() < 2, reason="accelerate 1.15 runs FSDP on CUDA processes only (on CPU processes it "
                                         "trains plain DDP without a word); this needs 2 GPUs")
 def test_fsdp_on_two_gpus(tmp_path: Path):
     _train_and_check(CONFIGS / "fsdp.yaml", tmp_path)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(_gpus() < 2 or importlib.util.find_spec("deepspeed") is None,
                     reason="DeepSpeed is not installed and needs CUDA GPUs (2 here)")
 @pytest.mark.parametrize("stage", ["deepspeed_zero2.yaml", "deepspeed_zero3.yaml"])

@@ -1,15 +1,12 @@
 """Trainer defects seen from outside: resuming from a damaged checkpoint_last; skipped NaN batches under 2 processes."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -44,25 +41,22 @@ def test_a_skipped_nan_batch_leaves_the_two_process_update_of_the_others_alone(t
     (max difference 0.059 when the skipped batch's tokens stayed in the denominator)."""
     import torch
 
-    worker = [str(Path(__file__).with_name("skip_nan_worker.py"))]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
-           "ACCELERATE_USE_CPU": "true"}
+    worker = Path(__file__).with_name("skip_nan_worker.py")
     outputs = {mode: tmp_path / f"{mode}.pt" for mode in ("alone", "skip")}
-    for mode, launcher in (("alone", [sys.executable]), ("skip", accelerate_two_cpu_processes())):
-        done = subprocess.run([*launcher, *worker, mode, str(outputs[mode]), str(tmp_path / "cache")], env=env,
-                              capture_output=True, text=True, timeout=600)
+    for mode, run in (("alone", run_script), ("skip", run_two_processes)):
+        done = run([mode, str(outputs[mode]), str(tmp_path / "cache")], cwd=tmp_path, script=worker,
+                   env={"ACCELERATE_USE_CPU": "true"}, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
     alone, skipped = (torch.load(outputs[mode]) for mode in ("alone", "skip"))
     for name, value in alone.items():
         torch.testing.assert_close(skipped[name], value, rtol=1e-5, atol=1e-7, msg=name)
 
 
-def _odd_batches(mode: str, out: Path, launcher: list[str]) -> subprocess.CompletedProcess:
-    worker = str(Path(__file__).with_name("odd_batches_worker.py"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT),
-           "ACCELERATE_USE_CPU": "true"}
-    done = subprocess.run([*launcher, worker, mode, str(out), str(out.parent / "cache")], env=env,
-                          capture_output=True, text=True, timeout=600)
+def _odd_batches(mode: str, out: Path, two_processes: bool) -> subprocess.CompletedProcess:
+    run = run_two_processes if two_processes else run_script
+    done = run([mode, str(out), str(out.parent / "cache")], cwd=out.parent,
+               script=Path(__file__).with_name("odd_batches_worker.py"), env={"ACCELERATE_USE_CPU": "true"},
+               timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -73,7 +67,7 @@ def odd_batches_alone(tmp_path_factory) -> dict:
     import torch
 
     out = tmp_path_factory.mktemp("odd-batches") / "alone.pt"
-    _odd_batches("alone", out, [sys.executable])
+    _odd_batches("alone", out, two_processes=False)
     return torch.load(out)
 
 
@@ -85,7 +79,7 @@ def test_an_odd_number_of_batches_on_two_processes_trains_every_example_once(tmp
     one process (the --max_tokens path: a batch count checked odd)."""
     import torch
 
-    done = _odd_batches(batching, tmp_path / f"{batching}.pt", accelerate_two_cpu_processes())
+    done = _odd_batches(batching, tmp_path / f"{batching}.pt", two_processes=True)
     if batching == "budget":
         batches = int(done.stdout.split("batches: ")[1].split()[0])
         assert batches % 2 == 1, batches

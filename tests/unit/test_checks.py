@@ -12,13 +12,9 @@ from textbox.config.schema import DEFAULTS
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> Path:
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
+def data(data_dir: Path) -> Path:
+    """The toy dataset (tests/conftest.py)."""
+    return data_dir
 
 
 def test_config_and_registry_problems_come_in_one_error(data: Path):

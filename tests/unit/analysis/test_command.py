@@ -1,5 +1,4 @@
 """python -m textbox.analysis: the report and plots it writes, what it prints, and its exit codes."""
-import os
 import random
 import re
 import subprocess
@@ -9,7 +8,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from tests.conftest import PROJECT_ROOT
+from tests.helpers import offline_env
 from tests.unit.analysis.fake_runs import write_dataset, write_run
 from textbox.analysis.command import main
 
@@ -100,9 +99,8 @@ def test_malformed_arguments_exit_with_usage_and_code_2(arguments, message, caps
 
 def test_module_runs_from_any_directory_as_a_user_would(runs, tmp_path):
     run_a, run_b = runs
-    environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     finished = subprocess.run([sys.executable, "-m", "textbox.analysis", str(run_a), str(run_b), "--samples=100",
-                               "--metric=chrf"], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                               "--metric=chrf"], cwd=tmp_path, env=offline_env(), capture_output=True, text=True,
                               timeout=120)
     assert finished.returncode == 0, finished.stderr
     assert "b - a = +" in finished.stdout and (run_b / "analysis.md").is_file()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT_ROOT
+from tests.helpers import make_toy_dataset
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.argv import parse_argv
@@ -150,21 +151,14 @@ def test_textbox_overall_yaml_runs_unchanged_its_data_path_read_as_the_parent_of
                                                                                               monkeypatch):
     """TextBox 2.0 read data_path/<dataset> (its overall.yaml: data_path: 'dataset/'); here data_path is the dataset's
     own directory. A yaml file's parent is translated with a note; a dataset directory is ours and kept."""
-    def splits(directory: Path) -> Path:
-        directory.mkdir(parents=True)
-        for split in ("train", "valid", "test"):
-            (directory / f"{split}.src").write_text("a b\n")
-            (directory / f"{split}.tgt").write_text("c d\n")
-        return directory
-
     monkeypatch.chdir(tmp_path)
-    splits(tmp_path / "dataset" / "samsum")
+    make_toy_dataset(tmp_path / "dataset" / "samsum")
     config = load_checked_config(["--config_files", str(TEXTBOX2 / "overall.yaml"), str(TEXTBOX2 / "samsum.yaml"),
                                   "--dataset=samsum", "--model=transformer", *OFFLINE_CPU])
     assert config.data_path is None  # dataset/samsum, the default (or the catalogue's copy when it is absent)
     assert any(note.startswith("TextBox 2.0's data_path='dataset/' in ") and "dataset/samsum" in note
                for note in config.notes)
-    own = splits(tmp_path / "corpora" / "samsum").parent
+    own = make_toy_dataset(tmp_path / "corpora" / "samsum").parent
     mine = tmp_path / "mine.yaml"
     mine.write_text(f"data_path: {own}/\n")
     assert load_checked_config([f"--config_files={mine}", "--dataset=samsum"]).data_path == str(own / "samsum")

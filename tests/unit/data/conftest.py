@@ -99,17 +99,6 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    """A minimal plain dataset directory (one example per split)."""
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
-
-
-@pytest.fixture
 def fake_stdlib(tmp_path: Path) -> Path:
     return _write(tmp_path / "fake_stdlib", FAKE_MODULES)
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import missing_nltk_data
+from tests.helpers import fresh_python, missing_nltk_data, offline_env
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.config.loader import resolve_config
@@ -115,10 +113,7 @@ print(json.dumps({name: [split.sources, split.targets] for name, split in splits
 
 
 def _run(args: list[str], cwd: Path, hub_cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache),
-           "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run([sys.executable, "-c", _READ, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return fresh_python(_READ, *args, cwd=cwd, env=offline_env(HF_HUB_CACHE=str(hub_cache)), timeout=300)
 
 
 def test_a_catalogue_entry_is_read_offline_from_the_hub_cache(tmp_path: Path):

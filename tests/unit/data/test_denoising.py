@@ -196,14 +196,6 @@ def test_read_source_only_splits_from_jsonl(tmp_path: Path):
 
 
 # --- configuration ---------------------------------------------------------------------------------------------
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    for split in ("train", "valid", "test"):
-        (tmp_path / f"{split}.src").write_text("a b\n")
-        (tmp_path / f"{split}.tgt").write_text("c d\n")
-    return tmp_path
-
-
 def test_pretraining_is_validated_by_loss_on_a_model_with_a_mask_token(data_dir: Path):
     load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising"])
     load_checked_config([f"--data_path={data_dir}", "--pretrain_task=denoising", "--model=gru"])

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from tests.helpers import _WORDS
+from tests.helpers import _WORDS, tiny_bart_config
 
 SOURCES = ["a dog reads a red book", "the cat", "my friend paints the small boat near the garden gate",
            "two apples", "an old man watches the teacher clean a wooden chair", "a child finds"]
@@ -24,15 +24,10 @@ def tokenizer(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_bart(tokenizer):
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     torch.manual_seed(0)
-    config = BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=64, pad_token_id=tokenizer.pad_token_id,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                        forced_eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id)
-    return BartForConditionalGeneration(config).eval()
+    return BartForConditionalGeneration(tiny_bart_config(tokenizer)).eval()
 
 
 @pytest.fixture(scope="session")
@@ -54,20 +49,14 @@ def pairs():
 @pytest.fixture(scope="session")
 def trained(pairs, tmp_path_factory):
     """(model, tokenizer): a d=32 BART with BART's conventions (decoder start = forced end = </s>), 150 steps."""
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     from textbox.model.tokenizer import train_bpe_tokenizer
 
     tokenizer = train_bpe_tokenizer([source for source, _ in pairs], vocab_size=300, min_frequency=1,
                                     cache_dir=tmp_path_factory.mktemp("tok"), log=lambda message: None)
     torch.manual_seed(0)
-    config = BartConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=64, pad_token_id=tokenizer.pad_token_id,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                        forced_eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.eos_token_id,
-                        dropout=0.0)
-    model = BartForConditionalGeneration(config)
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer, dropout=0.0))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(150):
         batch = pairs[(step * 16) % 200:(step * 16) % 200 + 16]

@@ -14,26 +14,22 @@ from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.decoding.generate import generate_sequences
 from textbox.evaluator.metrics import compute_metrics
+from tests.helpers import tiny_bart_config
 from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    from textbox.model.tokenizer import train_bpe_tokenizer
-
-    return train_bpe_tokenizer(reverse_words_split(64, seed=0).sources, vocab_size=300, min_frequency=1,
-                               cache_dir=tmp_path_factory.mktemp("cache"), log=lambda _: None)
+def tokenizer(tiny_tokenizer):
+    """The tiny tokenizer (tests/conftest.py), under the name these tests use."""
+    return tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     torch.manual_seed(0)
-    config = BartConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                        decoder_start_token_id=tokenizer.eos_token_id, **TINY_BART)
-    return BartForConditionalGeneration(config)
+    return BartForConditionalGeneration(tiny_bart_config(tokenizer, **TINY_BART))
 
 
 @pytest.fixture

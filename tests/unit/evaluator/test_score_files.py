@@ -1,7 +1,6 @@
 """python -m textbox.evaluator.score_files (textbox-evaluate): scores files like compute_metrics, and reports user
 errors with exit code 2."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
+from tests.helpers import offline_env
 from textbox.data.readers import parse_references, read_lines
 from textbox.evaluator.score_files import main
 from textbox.evaluator.metrics import compute_metrics
@@ -94,8 +94,8 @@ def test_help_lists_options_and_metrics(capsys):
 
 
 def test_module_entry_point_exits_2_without_traceback(files):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
-    completed = subprocess.run([sys.executable, "-m", "textbox.evaluator.score_files", "--hyp=nowhere.txt"], env=env,
+    completed = subprocess.run([sys.executable, "-m", "textbox.evaluator.score_files", "--hyp=nowhere.txt"],
+                               env=offline_env(),
                                capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert completed.returncode == 2
     assert "--ref=<file> is required" in completed.stderr and "Traceback" not in completed.stderr
@@ -141,7 +141,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(files):
     """`textbox-evaluate ... | head -1` (or any reader that closes the pipe) printed a BrokenPipeError traceback and
     exited 1; it stops quietly now, with the status a shell gives a writer stopped by SIGPIPE."""
     hyp, ref = files("hyp.txt", "a cat\n"), files("ref.txt", "a cat\n")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    env = offline_env()
     command = f"{sys.executable} -m textbox.evaluator.score_files --hyp={hyp} --ref={ref} | true"
     completed = subprocess.run(["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True,
                                cwd=PROJECT_ROOT)

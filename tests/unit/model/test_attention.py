@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.unit.model.test_family_keys import one_problem
+from tests.helpers import one_problem
 from textbox.model.build import build_model
 
 

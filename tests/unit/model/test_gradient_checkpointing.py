@@ -1,16 +1,18 @@
 """--gradient_checkpointing: the same loss and gradients as without it (dropout on), and the layers really
-recomputed in the backward pass, for every family (BART, T5, GPT-2, Llama, an EncoderDecoderModel pair, the RNNs);
-the build switches it on from the key; a model class without it is refused by name."""
+recomputed in the backward pass in training mode and not in eval mode, for every family (BART, T5, GPT-2, Llama, an
+EncoderDecoderModel pair, the RNNs); the build switches it on from the key; a model class without it is refused by
+name."""
 from __future__ import annotations
 
 import copy
 
 import pytest
 import torch
-from transformers import (BartConfig, BartForConditionalGeneration, BertConfig, EncoderDecoderConfig, EncoderDecoderModel, GPT2Config,
-                          GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OpenAIGPTConfig, OpenAIGPTLMHeadModel,
-                          T5Config, T5ForConditionalGeneration)
+from transformers import (BartForConditionalGeneration, BertConfig, EncoderDecoderConfig, EncoderDecoderModel,
+                          GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OpenAIGPTConfig,
+                          OpenAIGPTLMHeadModel, T5Config, T5ForConditionalGeneration)
 
+from tests.helpers import tiny_bart_config
 from textbox.config import TextBoxUserError
 from textbox.model.build import build_model
 from textbox.model.loss import forward_token_losses
@@ -22,9 +24,8 @@ VOCAB, IDS = 60, {"pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "deco
 
 
 def bart() -> torch.nn.Module:
-    return BartForConditionalGeneration(BartConfig(
-        vocab_size=VOCAB, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, dropout=0.2, attention_dropout=0.1,
+    return BartForConditionalGeneration(tiny_bart_config(
+        vocab_size=VOCAB, d_model=16, encoder_ffn_dim=32, decoder_ffn_dim=32, dropout=0.2, attention_dropout=0.1,
         max_position_embeddings=32, **IDS))
 
 
@@ -79,8 +80,8 @@ def batch(decoder_only: bool) -> dict[str, torch.Tensor]:
     return {"input_ids": ids.masked_fill(mask == 0, 1), "attention_mask": mask, "labels": labels}
 
 
-def loss_and_gradients(model: torch.nn.Module) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    model.train()
+def loss_and_gradients(model: torch.nn.Module, training: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    model.train(training)
     torch.manual_seed(11)  # the same dropout masks in both models
     sums, counts = forward_token_losses(model, model, batch(not model.config.is_encoder_decoder))
     loss = sums.sum() / counts.sum()
@@ -88,17 +89,31 @@ def loss_and_gradients(model: torch.nn.Module) -> tuple[torch.Tensor, dict[str, 
     return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
-def recomputed_calls(model: torch.nn.Module) -> int:
-    """Calls of the model's first Linear (GPT-2: Conv1D) or RNN layer in one forward + backward."""
+def recomputed_calls(model: torch.nn.Module, training: bool = True) -> int:
+    """Calls of the model's first Linear (GPT-2: Conv1D) or RNN layer in one forward + backward (gradients on), in
+    training or eval mode."""
     from transformers.pytorch_utils import Conv1D
 
     first = next(module for module in model.modules()
                  if isinstance(module, (torch.nn.Linear, Conv1D, torch.nn.RNNBase)))
     calls = []
     handle = first.register_forward_hook(lambda *args: calls.append(1))
-    loss_and_gradients(model)
+    loss_and_gradients(model, training)
     handle.remove()
+    model.zero_grad()
     return len(calls)
+
+
+def checkpointed_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [module for module in model.modules() if getattr(module, "gradient_checkpointing", False)]
+
+
+def acts_in_training_only(plain: torch.nn.Module, checkpointed: torch.nn.Module) -> bool:
+    """The claim, measured: in training, one forward + backward runs the first layer twice as often as without
+    checkpointing (recomputed in the backward pass); in eval mode, with gradients still on and a backward pass, as
+    often as without (nothing recomputed)."""
+    return (recomputed_calls(checkpointed, training=True) == 2 * recomputed_calls(plain, training=True)
+            and recomputed_calls(checkpointed, training=False) == recomputed_calls(plain, training=False))
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -118,12 +133,36 @@ def test_same_loss_and_gradients_with_the_layers_recomputed(name):
     assert recomputed_calls(checkpointed) == 2 * recomputed_calls(plain)
 
 
-def test_checkpointing_acts_in_training_only():
-    model = rnn("gru", "luong")
-    enable_gradient_checkpointing(model)
-    model.eval()
-    with torch.no_grad():
-        model(**batch(False))  # no recomputation machinery without gradients
+@pytest.mark.parametrize("name", MODELS)
+def test_checkpointing_acts_in_training_only(name):
+    torch.manual_seed(0)
+    plain = MODELS[name]()
+    checkpointed = copy.deepcopy(plain)
+    enable_gradient_checkpointing(checkpointed)
+    assert checkpointed_layers(checkpointed)
+    assert acts_in_training_only(plain, checkpointed)
+
+
+@pytest.mark.parametrize("name", ["bart", "gru-bahdanau"])
+def test_the_training_only_check_fails_on_checkpointing_in_eval_mode(name, monkeypatch):
+    """The measurement above can fail: with the checkpointed layers kept in training mode through model.eval()
+    (what a checkpointing that ignored the mode would do), the first layer runs again in the eval backward."""
+    torch.manual_seed(0)
+    plain = MODELS[name]()
+    checkpointed = copy.deepcopy(plain)
+    enable_gradient_checkpointing(checkpointed)
+    layers = checkpointed_layers(checkpointed)
+    train = torch.nn.Module.train
+
+    def eval_ignored(module: torch.nn.Module, mode: bool = True) -> torch.nn.Module:
+        train(module, mode)
+        for layer in layers:
+            layer.training = True
+        return module
+
+    monkeypatch.setattr(type(checkpointed), "train", eval_ignored)
+    assert recomputed_calls(checkpointed, training=False) == 2 * recomputed_calls(plain, training=False)
+    assert not acts_in_training_only(plain, checkpointed)
 
 
 def test_a_model_class_without_it_is_refused_by_name():

@@ -6,12 +6,12 @@ import torch
 from transformers import (
     AutoModelForSeq2SeqLM,
     AutoTokenizer,
-    BartConfig,
     BartForConditionalGeneration,
     T5Config,
     T5ForConditionalGeneration,
 )
 
+from tests.helpers import tiny_bart_config
 from textbox.config import TextBoxUserError
 from textbox.model import hf_seq2seq
 
@@ -74,9 +74,9 @@ def test_pad_token_is_taken_from_the_model_config_when_the_tokenizer_lacks_one(s
 
 
 def save_tiny_bart(path, tokenizer, **ids):
-    config = BartConfig(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=16, decoder_ffn_dim=16,
-                        max_position_embeddings=32, **ids)
+    config = tiny_bart_config(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
+                              encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=16,
+                              decoder_ffn_dim=16, max_position_embeddings=32, **ids)
     BartForConditionalGeneration(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.model.test_family_keys import one_problem, problems, user_config
+from tests.helpers import one_problem, problems, user_config
 from textbox.model import quantization
 from textbox.model.quantization import Quantization
 

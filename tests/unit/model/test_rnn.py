@@ -3,9 +3,6 @@ batching with padding, save/load through the Auto classes, and the builder's set
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import yaml
 from transformers import AutoModelForSeq2SeqLM
 
 from tests.conftest import PROJECT_ROOT
+from tests.helpers import fresh_python
 from textbox.config import TextBoxUserError
 from textbox.model.loading import count_parameters
 from textbox.model.rnn import build
@@ -295,7 +293,5 @@ print("ok")
 @pytest.mark.slow  # a fresh interpreter importing torch and transformers: ~10 s
 def test_importing_the_rnn_modules_registers_nothing_until_asked(tmp_path: Path):
     """No import-time side effect on transformers: the Auto classes learn textbox_rnn from register_auto_classes."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", IMPORT_CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = fresh_python(IMPORT_CHECK, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -6,17 +6,18 @@ import contextlib
 
 import pytest
 import torch
-from transformers import BartConfig, BartForConditionalGeneration, T5Config, T5ForConditionalGeneration
+from transformers import BartForConditionalGeneration, T5Config, T5ForConditionalGeneration
 
 import textbox.model.loss as loss
+from tests.helpers import tiny_bart_config
 
 
 def _bart() -> torch.nn.Module:
     torch.manual_seed(0)
-    return BartForConditionalGeneration(BartConfig(
-        vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, dropout=0.0))
+    return BartForConditionalGeneration(tiny_bart_config(
+        vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1, encoder_ffn_dim=32, decoder_ffn_dim=32,
+        max_position_embeddings=32, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+        dropout=0.0))
 
 
 def _t5() -> torch.nn.Module:

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import run_multi_seed
+from tests.helpers import make_toy_dataset
 from textbox.studies.seeds import derive_seeds, run_multi_seed as run_study, spread
 
 
@@ -28,11 +29,7 @@ def run_failing_on_2021(config) -> dict:
 
 @pytest.fixture
 def study_args(tmp_path: Path) -> list[str]:
-    data = tmp_path / "data"
-    data.mkdir()
-    for split in ("train", "valid", "test"):
-        (data / f"{split}.src").write_text("a b\n")
-        (data / f"{split}.tgt").write_text("c d\n")
+    data = make_toy_dataset(tmp_path / "data")
     return [f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=study", "--seed=2020"]
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from textbox.data.split import Split
+from tests.helpers import tiny_bart_config
 from tests.unit.trainer.tiny import TINY_BART, reverse_words_split, trainer_config
 
 
@@ -23,12 +24,9 @@ def one_thread():
 
 
 @pytest.fixture(scope="session")
-def tokenizer(tmp_path_factory) -> Any:
-    from textbox.model.tokenizer import train_bpe_tokenizer
-
-    split = reverse_words_split(64, seed=0)
-    return train_bpe_tokenizer(split.sources, vocab_size=300, min_frequency=1,
-                               cache_dir=tmp_path_factory.mktemp("cache"), log=lambda _: None)
+def tokenizer(tiny_tokenizer) -> Any:
+    """The tiny tokenizer (tests/conftest.py), under the name these tests use."""
+    return tiny_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -46,14 +44,11 @@ def encode(tokenizer) -> Callable[[Split], list[dict[str, list[int]]]]:
 @pytest.fixture
 def tiny_model(tokenizer) -> Callable[..., torch.nn.Module]:
     """tiny_model(**config_kwargs): the same initial weights every call (seed 0)."""
-    from transformers import BartConfig, BartForConditionalGeneration
+    from transformers import BartForConditionalGeneration
 
     def build(**changes: Any) -> torch.nn.Module:
         torch.manual_seed(0)
-        config = BartConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                            decoder_start_token_id=tokenizer.eos_token_id, **{**TINY_BART, **changes})
-        return BartForConditionalGeneration(config)
+        return BartForConditionalGeneration(tiny_bart_config(tokenizer, **{**TINY_BART, **changes}))
 
     return build
 
@@ -122,14 +117,3 @@ def validation(valid_set) -> Callable[..., Any]:
         return RunValidation(run, evaluator, valid_set, on_validation)
 
     return make
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    """A minimal plain dataset directory so that the dataset check passes."""
-    path = tmp_path / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path

@@ -6,11 +6,10 @@ import ctypes
 import ctypes.util
 import json
 import logging
-import subprocess
-import sys
 
 import pytest
 
+from tests.helpers import fresh_python
 from textbox.trainer import loop
 
 _GLIBC = hasattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), "mallinfo2")
@@ -38,7 +37,8 @@ print(json.dumps({"kept": kept, "mapped": mapped, "heap_after_free": libc.mallin
 
 
 def _probe(way: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", _PROBE, way], capture_output=True, text=True, check=True)
+    done = fresh_python(_PROBE, way)
+    assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import BartConfig, BartForConditionalGeneration
+from transformers import BartForConditionalGeneration
 
+from tests.helpers import tiny_bart_config
 from textbox.trainer import checkpoint, sharding
 
 
@@ -20,10 +21,9 @@ def test_checkpoint_from_the_gathered_state_loads_with_from_pretrained(tmp_path,
 
     accelerator = Accelerator(cpu=True)
     torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1,
-                                                    encoder_attention_heads=2, decoder_attention_heads=2,
-                                                    encoder_ffn_dim=32, decoder_ffn_dim=32,
-                                                    max_position_embeddings=32))
+    model = BartForConditionalGeneration(tiny_bart_config(vocab_size=50, d_model=16, encoder_layers=1,
+                                                          decoder_layers=1, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                                                          max_position_embeddings=32))
     prepared = accelerator.prepare(model)
     gathered = []
     monkeypatch.setattr(sharding, "is_sharded", lambda _: True)  # the FSDP/DeepSpeed branch of save_model

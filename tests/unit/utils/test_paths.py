@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import make_toy_dataset
 from textbox.checks import load_checked_config
 from textbox.config import ConfigError
 from textbox.utils.paths import looks_like_a_path, missing_local_path
@@ -27,20 +28,11 @@ def test_missing_expands_the_home_directory(tmp_path: Path, monkeypatch):
     assert not missing_local_path("owner/name")  # a hub id is never "missing": loading tries the hub
 
 
-def _dataset(root: Path) -> Path:
-    path = root / "toy"
-    path.mkdir()
-    for split in ("train", "valid", "test"):
-        (path / f"{split}.src").write_text("a b\n")
-        (path / f"{split}.tgt").write_text("c d\n")
-    return path
-
-
 def test_a_checkpoint_under_home_is_found_by_validation_too(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps({"model_type": "bart", "is_encoder_decoder": True}))
-    data = _dataset(tmp_path)
+    data = make_toy_dataset(tmp_path / "toy")
     config = load_checked_config([f"--data_path={data}", "--model_path=~/ckpt"])
     assert config.model == "bart"
     with pytest.raises(ConfigError, match="--model_path: directory ~/gone does not exist"):

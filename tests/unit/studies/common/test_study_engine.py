@@ -3,14 +3,12 @@ tests/unit/test_light_imports.py)."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import run_hyper
 import run_multi_seed
-from tests.conftest import PROJECT_ROOT
 from textbox.config import ConfigError
 from textbox.studies.common.study_engine import DEFAULT_RESOURCES, check_study_engine
 
@@ -78,15 +76,11 @@ def test_help_and_option_errors(capsys):
 @pytest.mark.slow
 def test_a_study_started_by_a_launcher_is_refused_once_before_anything_starts(tmp_path: Path):
     """`accelerate launch run_hyper.py` would run one whole search per process into the same directory."""
-    import os
-
-    from tests.helpers import accelerate_two_cpu_processes
+    from tests.helpers import run_two_processes
 
     (tmp_path / "lr.space").write_text("learning_rate choice [1e-3, 3e-3]\n")
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([*accelerate_two_cpu_processes(), str(PROJECT_ROOT / "run_hyper.py"), "--space=lr.space",
-                           "--algo=exhaustive", "--saved_dir=saved"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = run_two_processes(["--space=lr.space", "--algo=exhaustive", "--saved_dir=saved"], tmp_path,
+                             script="run_hyper.py", timeout=300)
     assert done.returncode != 0
     assert done.stderr.count("this study was started as 2 processes (accelerate launch or torchrun)") == 1
     assert "--workers=N or --engine=ray" in done.stderr  # (accelerate's launcher adds its own ChildFailedError)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import run_hyper
+from tests.helpers import make_toy_dataset
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.studies.search.search import run_search
 
@@ -65,11 +66,7 @@ def interrupted_run(config) -> dict:
 @pytest.fixture
 def search_args(tmp_path: Path) -> list[str]:
     CALLS.clear()
-    data = tmp_path / "data"
-    data.mkdir()
-    for split in ("train", "valid", "test"):
-        (data / f"{split}.src").write_text("a b\n")
-        (data / f"{split}.tgt").write_text("c d\n")
+    data = make_toy_dataset(tmp_path / "data")
     space = tmp_path / "grid.space"
     space.write_text(SPACE)
     return [f"--space={space}", f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=search"]

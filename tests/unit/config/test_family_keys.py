@@ -9,33 +9,11 @@ import pytest
 import torch
 
 from textbox.config import TextBoxUserError
-from textbox.config.errors import ConfigError
-from textbox.checks import load_checked_config
-from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.config import family_keys as keys
 from textbox.config.families import FAMILIES
 from tests.conftest import PROJECT_ROOT
-
-
-def problems(*argv: str) -> list[str]:
-    """The configuration problems of a command line (empty when it is accepted)."""
-    try:
-        load_checked_config(list(argv))
-    except ConfigError as error:
-        return error.problems
-    return []
-
-
-def one_problem(*argv: str) -> str:
-    found = problems(*argv)
-    assert len(found) == 1, found
-    return found[0]
-
-
-def user_config(**values) -> Config:
-    """A Config whose given keys were set on the command line (as builders see a user's settings)."""
-    return Config({**DEFAULTS, **values}, {name: "command line" for name in values})
+from tests.helpers import one_problem, problems, user_config
 
 
 @pytest.fixture(scope="module")
