@@ -225,3 +225,21 @@ def test_per_model_sections_are_checked_and_count_as_their_file(data_dir: Path, 
         load_checked_config([f"--config_files={mine}", f"--data_path={data_dir}"])
     assert any("unknown model 'transformr'; did you mean 'transformer'" in problem for problem in caught.value.problems)
     assert any("the 'bart' section sets model" in problem for problem in caught.value.problems)
+
+
+def test_other_tools_names_are_answered_with_ours(data_dir: Path):
+    """HF Seq2SeqTrainer and fairseq names typed by habit: the suggestion is our key, not the nearest spelling."""
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--data_path={data_dir}", "--lr=0.1", "--num_train_epochs=2", "--output_dir=x",
+                             "--per_device_train_batch_size=3", "--max_update=9"])
+    hints = [p.split("did you mean ")[1].split("?")[0] for p in caught.value.problems]
+    assert hints == ["'learning_rate'", "'epochs'", "'saved_dir' (with filename: the run directory is "
+                     "saved_dir/filename)", "'train_batch_size'", "'max_steps'"]
+
+
+def test_a_best_model_figure_spelled_as_other_tools_do_is_answered_with_ours(data_dir: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--data_path={data_dir}", "--metrics=['bleu','rouge']",
+                             "--metrics_for_best_model=['rougeL','sacrebleu','rouge_1']"])
+    hints = [p.split("did you mean ")[1].split("?")[0] for p in caught.value.problems]
+    assert hints == ["'rouge-l'", "'bleu'", "'rouge-1'"]
