@@ -30,6 +30,13 @@ def test_parse_argv_accepts_both_forms_and_bare_flags():
     assert problems == ["argument 'stray' is not of the form --key=value"]
 
 
+def test_a_number_typed_for_a_text_key_is_its_text(data_dir: Path):
+    """--filename=42 names the run directory "42" (was: '--filename expects str|None, got int 42')."""
+    values, _ = parse_argv(["--filename=42", "--hub_subset=1e3", "--epochs=42", "--learning_rate=1", "--filename2=7"])
+    assert values == {"filename": "42", "hub_subset": "1e3", "epochs": 42, "learning_rate": 1, "filename2": 7}
+    assert load_checked_config(["--filename=42", f"--data_path={data_dir}"]).filename == "42"
+
+
 def test_layers_later_wins(tmp_path: Path, data_dir: Path):
     configs = tmp_path / "configs"
     (configs / "model").mkdir(parents=True)
