@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def quick_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """A --quick_test run of a few steps, stderr captured into a pipe (not a terminal), beam search set."""
     work = tmp_path_factory.mktemp("daily")
-    data = make_copy_dataset(work / "copy")
+    data = make_copy_dataset(work / "copy", {"train": 96, "valid": 16, "test": 30})
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--quick_test=24", "--max_steps=4",
             "--filename=run", "--metrics=['bleu']", "--generation_kwargs={'num_beams': 3, 'no_repeat_ngram_size': 2}"]
     done = run_script(args, cwd=work, env={"TQDM_DISABLE": ""})
@@ -26,3 +26,13 @@ def quick_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 def test_no_progress_bar_is_glued_onto_the_log_when_stderr_is_not_a_terminal(quick_run):
     _, done = quick_run
     assert "\r" not in done.stderr and "%|" not in done.stderr, done.stderr[-2000:]
+
+
+def test_testing_a_quick_test_checkpoint_says_it_reads_the_whole_split(quick_run):
+    run_dir, _ = quick_run
+    done = run_script([f"--model_path={run_dir / 'checkpoint_best'}", "--do_train=False", "--filename=tested",
+                       "--tracker=none"], cwd=run_dir.parent.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "the checkpoint's run used quick_test=24; this test reads the whole split (give --quick_test=24" \
+        in done.stderr
+    assert len((run_dir.parent / "tested" / "generation.txt").read_text().splitlines()) == 30
