@@ -54,3 +54,19 @@ def test_checkpoint_best_alone_decodes_as_the_run_did(quick_run):
         ids = [model.generate(**tokenizer(source, return_tensors="pt"))[0] for source in sources]
     texts = [tokenizer.decode(row, skip_special_tokens=True).strip() for row in ids]
     assert texts == (run_dir / "generation.txt").read_text().splitlines()[:4] and any(texts)
+
+
+def test_results_record_the_software_the_figures_were_made_with(quick_run):
+    import json
+    import platform
+
+    import torch
+    import transformers
+
+    from textbox import __version__
+
+    run_dir, _ = quick_run
+    versions = json.loads((run_dir / "results.json").read_text())["versions"]
+    assert versions["python"] == platform.python_version() and versions["torch"] == torch.__version__
+    assert versions["transformers"] == transformers.__version__ and versions["textbox"] == __version__
+    assert "accelerate" in versions and len(versions["git_revision"]) == 40 and isinstance(versions["git_dirty"], bool)
