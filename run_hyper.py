@@ -10,13 +10,13 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from textbox.cli import report_user_error, wants_help
     from textbox.config import TextBoxError
+    from textbox.utils.pipes import print_out
     from textbox.studies.search.options import HELP
     from textbox.studies.search.search import run_search
 
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):
-        print(HELP)
-        return 0
+        return print_out(HELP)
     try:
         print(run_search(argv).report)
     except TextBoxError as error:

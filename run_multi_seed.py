@@ -10,12 +10,12 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from textbox.cli import report_user_error, wants_help
     from textbox.config import TextBoxError
+    from textbox.utils.pipes import print_out
     from textbox.studies.seeds import HELP, run_multi_seed
 
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):
-        print(HELP)
-        return 0
+        return print_out(HELP)
     try:
         result = run_multi_seed(argv)
         print(result.table)

@@ -16,6 +16,7 @@ from textbox.config import Config, TextBoxError
 from textbox.config.layers import LAYER_ORDER
 from textbox.config.schema import describe
 from textbox.utils.atomic import NoSpaceLeft
+from textbox.utils.pipes import print_out
 
 USAGE = f"""usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
@@ -46,8 +47,7 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
             runner: Callable[[Config], object] | None = None) -> int:
     """Parse, validate (every problem at once, before anything is built or written), run."""
     if wants_help(argv):
-        print(USAGE + describe())
-        return 0
+        return print_out(USAGE + describe())  # quiet when the reader stops early (--help | head -1)
     try:
         config = load_checked_config(argv, overrides)
     except TextBoxError as error:

@@ -42,7 +42,7 @@ def parse_argv(argv: Iterable[str]) -> tuple[dict[str, ConfigValue], list[str]]:
         else:
             key, raw = body, "True"  # a bare flag: --do_train means --do_train=True
         name = key.replace("-", "_")
-        values[name] = parse_value(raw)
+        values[name] = _as_text_if_a_name(name, parse_value(raw), raw)
         i += 1
         if name in _SEVERAL_VALUES:  # --config_files a.yaml b.yaml (TextBox 2.0's form): words up to the next --key
             extra = []
@@ -52,6 +52,16 @@ def parse_argv(argv: Iterable[str]) -> tuple[dict[str, ConfigValue], list[str]]:
             if extra:
                 values[name] = [*_as_list(values[name]), *extra]
     return values, problems
+
+
+def _as_text_if_a_name(name: str, value: ConfigValue, raw: str) -> ConfigValue:
+    """A number typed for a key that takes text alone (str or str|None: --filename=42, --hub_subset=2019) is that
+    text, as typed ("42", "1e3"): a name that happens to be digits, not a type error."""
+    key = SCHEMA.get(name)
+    if key is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    kinds = set(key.kinds)
+    return raw if str in kinds and not kinds & {int, float, bool} else value
 
 
 # Keys that take several words after them: --config_files a.yaml b.yaml.

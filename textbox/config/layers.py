@@ -136,8 +136,19 @@ def run_layer(overall: Layer, user_layers: list[Layer], problems: list[str], not
                     f"--data_path for other data" if "dataset" in layer.values else "")
             notes.append(f"--model_path={model_path} is a checkpoint of the run {checkpoint_run}: its settings "
                          f"apply unless this command sets them ({carried}; from {layer.origin}){data}")
+            notes.extend(_quick_test_note(layer, given(user_layers, "quick_test") is not None))
         return layer
     return None
+
+
+def _quick_test_note(layer: RunLayer, quick_test_given: bool) -> list[str]:
+    """A checkpoint of a --quick_test run is tested on whole splits unless this command sets quick_test: say so,
+    since a smoke run's checkpoint decoding a whole test split for minutes is a surprise."""
+    quick = layer.saved.get("quick_test")
+    if quick_test_given or quick in (None, False):
+        return []
+    return [f"the checkpoint's run used quick_test={quick!r}; this test reads the whole split (give "
+            f"--quick_test={quick!r} to test on the same first examples)"]
 
 
 def named_layers(overall: Layer, upper: list[Layer], run: RunLayer | None, problems: list[str],

@@ -21,6 +21,7 @@ from textbox.config.errors import ConfigError
 from textbox.config.families import yaml_names
 from textbox.config.layers import (CONFIG_DIR, Layer, as_file_list, named_layers, read_yaml, run_layer,
                                    with_model_sections)
+from textbox.config.other_names import KEY_ALIASES
 from textbox.config.run_config import RunLayer, resume_changes
 from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
 from textbox.config.textbox2.translate import check_translations, translate_data_path, translate_layer
@@ -247,7 +248,7 @@ def _merge(layers: list[Layer], run: RunLayer | None, problems: list[str],
         for key, value in layer.items():
             if key not in SCHEMA:
                 named_key = f"--{key}" if origin == "command line" else f"{key!r} in {origin}"
-                problems.append(f"unknown key {named_key}{suggest(key, SCHEMA)} "
+                problems.append(f"unknown key {named_key}{suggest(key, SCHEMA, KEY_ALIASES)} "
                                 f"(python run_textbox.py --help lists every key)")
                 continue
             if SCHEMA[key].kinds == (dict,) and isinstance(value, dict) and isinstance(values[key], dict):

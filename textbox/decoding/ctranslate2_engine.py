@@ -32,6 +32,7 @@ from textbox.decoding.ctranslate2_calls import BatchDecoder, Wait, failure_text
 from textbox.decoding.detokenize import detokenized, in_dataset_order
 from textbox.decoding.engine import DecodingOptions, EngineChoice
 from textbox.decoding.generation_config import effective_config
+from textbox.utils.progress import bar_disabled
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -221,7 +222,8 @@ def _decoded_shard(accelerator: Accelerator, model: torch.nn.Module, tokenizer: 
     if sources:
         calls.append(batches.start(sources, widths, run_size))
 
-    with tqdm(total=len(indices), desc=description, unit="example", disable=not accelerator.is_local_main_process,
+    with tqdm(total=len(indices), desc=description, unit="example",
+              disable=bar_disabled(accelerator.is_local_main_process),
               leave=False) as progress:
         hypotheses = [hypothesis for wait in calls for found in wait(progress.update) for hypothesis in found]
     flat = tokens.ids([token for hypothesis in hypotheses for token in hypothesis])

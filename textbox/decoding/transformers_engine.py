@@ -24,6 +24,7 @@ from textbox.decoding.detokenize import BackgroundDetokenizer
 from textbox.decoding.generation_config import effective_config
 from textbox.decoding.lengths import new_token_bounds
 from textbox.decoding.ngram_blocking import with_in_place_ngram_blocking
+from textbox.utils.progress import bar_disabled
 
 
 @torch.no_grad()
@@ -40,7 +41,8 @@ def transformers_sequences(accelerator: Accelerator, model: torch.nn.Module, tok
         settings = {**settings, "tokenizer": tokenizer}  # generate turns stop strings into tokens with it
     decoder_only = is_decoder_only_model(unwrapped)
     with BackgroundDetokenizer(tokenizer) as detokenizer:
-        for batch in tqdm(loader, desc=description, disable=not accelerator.is_local_main_process, leave=False):
+        for batch in tqdm(loader, desc=description, disable=bar_disabled(accelerator.is_local_main_process),
+                          leave=False):
             if decoder_only:
                 inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_attention_mask"]}
             else:

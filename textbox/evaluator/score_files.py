@@ -6,8 +6,6 @@ Prints a table and then one JSON line ({"scores": ..., "details": ...}). User er
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -17,6 +15,7 @@ from textbox.config.errors import ConfigError, DataError, TextBoxUserError
 from textbox.config.schema import DEFAULTS, SCHEMA
 from textbox.data.readers import parse_references, read_lines
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
+from textbox.utils.pipes import SIGPIPE_EXIT_CODE, stop_quietly  # noqa: F401 (SIGPIPE_EXIT_CODE: its old home)
 from textbox.utils.suggest import suggest
 
 _FILES = {"hyp": "generated texts, one per line",
@@ -79,7 +78,6 @@ def format_table(scores: dict[str, float]) -> str:
 # What this command and run_analysis.py (textbox/compare_files.py) do around their work: --help, one line for a user
 # error with its exit code, and a quiet stop when the reader closes the pipe (| head -1), as Unix tools stop on
 # SIGPIPE.
-SIGPIPE_EXIT_CODE = 128 + signal.SIGPIPE  # what a shell reports for a writer its reader stopped
 
 
 def run_command(name: str, usage: Callable[[], str], work: Callable[[list[str]], list[str]],
@@ -97,8 +95,7 @@ def run_command(name: str, usage: Callable[[], str], work: Callable[[list[str]],
             return error.exit_code
         print("\n".join(lines), flush=True)
     except BrokenPipeError:  # the reader closed the pipe: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit cannot fail
-        return SIGPIPE_EXIT_CODE
+        return stop_quietly()
     return 0
 
 

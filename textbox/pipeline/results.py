@@ -18,6 +18,7 @@ from textbox.trainer.context import RunContext
 from textbox.trainer.records import finite_or_null
 from textbox.utils.atomic import NoSpaceLeft, write_text_atomic
 from textbox.utils.logging import log_file_path, log_to_file
+from textbox.utils.versions import software_versions
 
 
 def write_results(run: RunContext, results: dict[str, object], started: float, examples: str = "") -> None:
@@ -27,6 +28,7 @@ def write_results(run: RunContext, results: dict[str, object], started: float, e
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["device"] = str(run.accelerator.device)
     results["num_processes"] = run.accelerator.num_processes
+    results["versions"] = software_versions()  # python, torch, transformers, ..., this code's git revision
     if run.is_main_process:
         clear_failed_mark(run.run_dir)  # a resumed run that failed once and now finished
         text = json.dumps(finite_or_null(results), indent=2, allow_nan=False)  # NaN/inf: null, strict JSON

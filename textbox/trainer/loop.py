@@ -26,6 +26,7 @@ from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves
 from textbox.utils.compile_time import compilation_seconds
 from textbox.utils.labels import IGNORE_INDEX
+from textbox.utils.progress import bar_disabled
 
 if TYPE_CHECKING:
     import datasets
@@ -79,7 +80,7 @@ class Trainer:
         self.model.train()
         # the bar is closed (its line ended) however training ends, so that an error prints on a line of its own
         with tqdm(total=plan.total_steps, initial=self.state.step, desc="train",
-                  disable=not self.accelerator.is_local_main_process) as progress, \
+                  disable=bar_disabled(self.accelerator.is_local_main_process)) as progress, \
                 stop_on_signals() as stop_request, explain_ddp_errors():
             self._train_epochs(plan, window, progress, stop_request)
             if self.state.validated_step != self.state.step:

@@ -8,8 +8,16 @@ import difflib
 from typing import Iterable, Mapping
 
 
-def suggest(name: str, options: Iterable[str]) -> str:
-    """A ' did you mean ...?' hint for a misspelled name, or an empty string."""
+def suggest(name: str, options: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
+    """A ' did you mean ...?' hint for a misspelled name, or an empty string.
+
+    ``aliases`` maps another tool's name for the same thing (lowercase) to ours, with an optional note after a
+    space: {'lr': 'learning_rate', 'output_dir': 'saved_dir (the run directory is saved_dir/filename)'}; a
+    name found there is answered from it, not by spelling (``--output_dir`` is not ``output_file``)."""
+    alias = (aliases or {}).get(name.lower())
+    if alias is not None:
+        target, _, note = alias.partition(" ")
+        return f"; did you mean {target!r}{' ' + note if note else ''}?"
     matches = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
     return f"; did you mean {matches[0]!r}?" if matches else ""
 

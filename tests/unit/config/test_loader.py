@@ -30,6 +30,13 @@ def test_parse_argv_accepts_both_forms_and_bare_flags():
     assert problems == ["argument 'stray' is not of the form --key=value"]
 
 
+def test_a_number_typed_for_a_text_key_is_its_text(data_dir: Path):
+    """--filename=42 names the run directory "42" (was: '--filename expects str|None, got int 42')."""
+    values, _ = parse_argv(["--filename=42", "--hub_subset=1e3", "--epochs=42", "--learning_rate=1", "--filename2=7"])
+    assert values == {"filename": "42", "hub_subset": "1e3", "epochs": 42, "learning_rate": 1, "filename2": 7}
+    assert load_checked_config(["--filename=42", f"--data_path={data_dir}"]).filename == "42"
+
+
 def test_layers_later_wins(tmp_path: Path, data_dir: Path):
     configs = tmp_path / "configs"
     (configs / "model").mkdir(parents=True)
@@ -225,3 +232,21 @@ def test_per_model_sections_are_checked_and_count_as_their_file(data_dir: Path, 
         load_checked_config([f"--config_files={mine}", f"--data_path={data_dir}"])
     assert any("unknown model 'transformr'; did you mean 'transformer'" in problem for problem in caught.value.problems)
     assert any("the 'bart' section sets model" in problem for problem in caught.value.problems)
+
+
+def test_other_tools_names_are_answered_with_ours(data_dir: Path):
+    """HF Seq2SeqTrainer and fairseq names typed by habit: the suggestion is our key, not the nearest spelling."""
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--data_path={data_dir}", "--lr=0.1", "--num_train_epochs=2", "--output_dir=x",
+                             "--per_device_train_batch_size=3", "--max_update=9"])
+    hints = [p.split("did you mean ")[1].split("?")[0] for p in caught.value.problems]
+    assert hints == ["'learning_rate'", "'epochs'", "'saved_dir' (with filename: the run directory is "
+                     "saved_dir/filename)", "'train_batch_size'", "'max_steps'"]
+
+
+def test_a_best_model_figure_spelled_as_other_tools_do_is_answered_with_ours(data_dir: Path):
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([f"--data_path={data_dir}", "--metrics=['bleu','rouge']",
+                             "--metrics_for_best_model=['rougeL','sacrebleu','rouge_1']"])
+    hints = [p.split("did you mean ")[1].split("?")[0] for p in caught.value.problems]
+    assert hints == ["'rouge-l'", "'bleu'", "'rouge-1'"]

@@ -153,3 +153,23 @@ def test_after_a_run_its_log_file_is_closed_and_left_alone(tmp_path):
     log = (tmp_path / "project.log").read_text()
     assert "during the run" in log and "after the run" not in log
     assert run_logging.log_file_path() is None
+
+
+def test_progress_bars_follow_tqdm_disable_and_the_terminal(monkeypatch):
+    """TQDM_DISABLE was ignored: we pass tqdm's disable ourselves, which overrides tqdm's own reading of it."""
+    import io
+
+    from tqdm.auto import tqdm
+
+    from textbox.utils.progress import bar_disabled
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    assert bar_disabled(False) is True and bar_disabled(True) is None
+    written = io.StringIO()  # not a terminal: tqdm draws nothing when disable is None
+    for _ in tqdm(range(3), file=written, disable=bar_disabled(True)):
+        pass
+    assert written.getvalue() == ""
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert bar_disabled(True) is True
+    monkeypatch.setenv("TQDM_DISABLE", "0")
+    assert bar_disabled(True) is False

@@ -202,10 +202,32 @@ def metric_problems(names: Sequence[str], options: Options,
     return problems + option_problems(names, options, where)
 
 
+# Other tools' names (sacrebleu, HF evaluate / rouge-score's rougeL, rouge1, ...): the did-you-mean of an unknown
+# metric, answered by name rather than spelling (sacrebleu is not self_bleu).
+_ROUGE_HINT = "rouge (one metric: its figures rouge-1..N, rouge-l, rouge-lsum, rouge-w; metrics_for_best_model picks one)"
+METRIC_ALIASES: dict[str, str] = {
+    "sacrebleu": "bleu (sacrebleu's corpus BLEU by default, bleu_type)", "sacre_bleu": "bleu", "sacre-bleu": "bleu",
+    "bertscore": "bert_score", "bert-score": "bert_score", "exact_match": "em", "squad": "qa",
+    "ppl": "perplexity", "selfbleu": "self_bleu", "self-bleu": "self_bleu", "dist": "distinct",
+    **{f"rouge{sep}{part}": _ROUGE_HINT for sep in ("", "-", "_") for part in ("1", "2", "3", "4", "l", "lsum", "w")},
+}
+
+
+def figure_aliases(outputs: Sequence[str] | set[str]) -> dict[str, str]:
+    """Another spelling of a figure (rougeL, rouge_1, sacrebleu) -> the figure, for metrics_for_best_model."""
+    aliases = {output.replace("-", "").replace("_", ""): output for output in outputs}
+    aliases.update({f"{alias[:5]}{sep}{alias[5:]}": output for alias, output in list(aliases.items())
+                    if alias.startswith("rouge") for sep in ("-", "_")})
+    if "bleu" in outputs:
+        aliases.update({"sacrebleu": "bleu", "sacre_bleu": "bleu"})
+    return aliases
+
+
 def _unknown(name: str) -> str:
     if name.lower() in REFUSED_METRICS:
         return f"TextBox 2.0's metric {name!r}: {REFUSED_METRICS[name.lower()]}"
-    return f"unknown metric {name!r}{suggest(name.lower(), _METRICS)}; available: {', '.join(sorted(_METRICS))}"
+    return (f"unknown metric {name!r}{suggest(name.lower(), _METRICS, METRIC_ALIASES)}; "
+            f"available: {', '.join(sorted(_METRICS))}")
 
 
 def problems(config: Config) -> list[str]:
@@ -224,7 +246,7 @@ def problems(config: Config) -> list[str]:
     for name in config["metrics_for_best_model"]:
         if name.lower() not in outputs:
             found.append(f"{where('metrics_for_best_model')}: {name!r} is not produced by metrics="
-                         f"{list(config['metrics'])}{suggest(name.lower(), outputs)}; "
+                         f"{list(config['metrics'])}{suggest(name.lower(), outputs, figure_aliases(outputs))}; "
                          f"choose from {', '.join(sorted(outputs))}")
         elif name.lower() != "loss" and figure_goal(name, config) is None:
             found.append(f"{where('metrics_for_best_model')}: {name!r} is descriptive (neither higher nor lower "

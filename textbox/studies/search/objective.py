@@ -35,3 +35,15 @@ class Objective:
             return f"validation {self.names[0]} ({'lower' if signs[self.names[0]] < 0 else 'higher'} is better)"
         terms = " ".join(f"{'-' if sign < 0 else '+'} {name}" for name, sign in signs.items()).removeprefix("+ ")
         return f"validation score = {terms} (higher is better)"
+
+    def shown(self, valid: Mapping[str, float]) -> str:
+        """A trial's figure as the user knows it: 'loss 5.607' for one figure (not the selection score -5.607, the
+        loss negated), else 'score 12.3 (bleu - loss)'."""
+        if len(self.names) == 1:
+            return f"{self.names[0]} {valid[self.names[0]]:.4g}"
+        terms = self.describe().removeprefix("validation score = ").removesuffix(" (higher is better)")
+        return f"score {self.score(valid):.4g} ({terms})"
+
+    def goal(self) -> str:
+        """'lower is better' or 'higher is better': how the figure shown ranks trials."""
+        return self.describe().rsplit("(", 1)[1].rstrip(")")

@@ -41,8 +41,9 @@ class TrialRecorder:
                                 f"{outcome.seconds:.0f} s: {error}")
         else:
             self.logger.info(f"{trial_name(tid)} ({format_params(params)}) finished in "
-                             f"{outcome.seconds:.0f} s: score {score:.4g}; best so far "
-                             f"{trial_name(best.tid)} ({best.score:.4g}); {len(self.store.records)}/{self.max_evals}")
+                             f"{outcome.seconds:.0f} s: {self.objective.shown(valid)} ({self.objective.goal()}); "
+                             f"best so far {trial_name(best.tid)} ({self.objective.shown(best.valid)}); "
+                             f"{len(self.store.records)}/{self.max_evals}")
         return score
 
 

@@ -125,3 +125,11 @@ def test_misaligned_inputs_are_caller_bugs():
         compute_metrics(["bleu"], HYPOTHESES, REFERENCES[:2])
     with pytest.raises(ValueError, match=r"examples \[1\] have no reference"):
         compute_metrics(["bleu"], HYPOTHESES, [["a"], [], ["b"]])
+
+
+def test_other_tools_metric_names_get_ours_as_the_suggestion():
+    problems = metric_problems(["sacrebleu", "rougeL", "rouge-1", "BERTScore"], {})
+    assert "unknown metric 'sacrebleu'; did you mean 'bleu'" in problems[0]  # not 'self_bleu'
+    assert all("did you mean 'rouge' (one metric: its figures rouge-1..N" in p for p in problems[1:3])
+    assert "did you mean 'bert_score'?" in problems[3]
+

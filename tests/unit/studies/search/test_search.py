@@ -98,6 +98,16 @@ def test_the_best_trial_is_chosen_on_validation_in_the_right_direction_and_alone
     assert summary == result.report and f"## Best: trial-{result.best.tid:03d}" in summary
 
 
+def test_each_trial_is_logged_with_its_figure_as_the_user_knows_it(search_args):
+    """A loss of 9 was logged as 'score -9' (the selection score: higher is better)."""
+    result = run_search([*search_args, "--algo=exhaustive", "--metrics_for_best_model=['loss']"], runner=fake_run)
+    log = (result.directory / "study.log").read_text()
+    assert "s: loss 9 (lower is better); best so far trial-000 (loss 9)" in log and "score -" not in log
+    result = run_search([*search_args[:-1], "--filename=two", "--algo=exhaustive",
+                         "--metrics_for_best_model=['bleu','loss']"], runner=fake_run)
+    assert "s: score 0 (bleu - loss) (higher is better)" in (result.directory / "study.log").read_text()
+
+
 def test_failed_trials_are_recorded_with_their_error_and_the_search_goes_on(search_args):
     result = run_search([*search_args, "--metrics_for_best_model=['loss']"], runner=failing_run)
     trials = {(row["learning_rate"], row["train_batch_size"]): row for row in read_trials(result.directory)}
