@@ -15,7 +15,7 @@ from textbox.checks import load_checked_config
 from textbox.config import Config, TextBoxError
 from textbox.config.layers import LAYER_ORDER
 from textbox.config.schema import describe
-from textbox.utils.atomic import NoSpaceLeft
+from textbox.utils.atomic import WriteFailed
 
 USAGE = f"""usage: python run_textbox.py [--key=value ...]
        accelerate launch run_textbox.py [--key=value ...]
@@ -61,7 +61,7 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
         code = report_user_error(error)
         _leave_process_group(error)
         return code
-    except NoSpaceLeft as error:  # a cache written before the run directory exists (after, the run's own report)
+    except WriteFailed as error:  # a cache written before the run directory exists (after, the run's own report)
         if not getattr(error, "shown_elsewhere", False):
             print(f"error: {error.strerror}", file=sys.stderr)
         _leave_process_group(error)
