@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import traceback
 from textwrap import fill
 from typing import Callable, Mapping
@@ -67,10 +68,26 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
         _leave_process_group(error)
         return 1
     except Exception as error:  # a bug, before the run directory exists (after, the pipeline gives a TextBoxError)
-        traceback.print_exc()  # its traceback is the only report there is
+        if not getattr(error, "shown_elsewhere", False):
+            print(f"error: unexpected {type(error).__name__}: {error}\n(the traceback is in {_keep_traceback(error)})",
+                  file=sys.stderr)
         _leave_process_group(error)
         return 1
     return failed_metrics(outcome)
+
+
+def _keep_traceback(error: BaseException) -> str:
+    """Write the traceback of a failure that came before the run directory (and its project.log) existed to a file
+    of its own in the temporary directory, as project.log keeps a later one: the console gets one error: line."""
+    text = "".join(traceback.format_exception(error))
+    try:
+        descriptor, path = tempfile.mkstemp(prefix="textbox-failure-", suffix=".log", text=True)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError:  # nowhere to keep it: the console is the only report there is
+        print(text, file=sys.stderr, end="")
+        return "the lines above"
+    return path
 
 
 def failed_metrics(outcome: object) -> int:
