@@ -20,9 +20,12 @@ class WriteFailed(OSError):
     """A write that failed (a failing disk, a permission, ...); its partial files are removed, the previous version
     kept. The message names what was written, where, why, and says what to do."""
 
-    def __init__(self, directory: Path, what: str, cause: OSError | None = None):
+    def __init__(self, directory: Path, what: str, cause: OSError | None = None, staging: Path | None = None):
         directory = Path(directory).absolute()
         reason = (cause.strerror or str(cause)) if cause is not None else "it failed"
+        source = cause.filename if cause is not None else None
+        if source and (staging is None or not str(source).startswith(str(staging))):  # another file: named
+            reason = f"{reason}: {source}"
         super().__init__(cause.errno if cause is not None and cause.errno else errno.EIO,
                          f"could not write {what} in {directory} ({reason}): check that disk and its permissions, "
                          f"then run again; the previous version, if any, is intact")
@@ -56,7 +59,7 @@ def staged(staging: Path, what: str) -> Iterator[None]:
         if full:
             raise NoSpaceLeft(staging.parent, what) from error
         if isinstance(error, OSError):
-            raise WriteFailed(staging.parent, what, error) from error
+            raise WriteFailed(staging.parent, what, error, staging) from error
         raise
 
 
