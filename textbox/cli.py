@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import traceback
 from textwrap import fill
 from typing import Callable, Mapping
@@ -15,7 +16,7 @@ from textbox.checks import load_checked_config
 from textbox.config import Config, TextBoxError
 from textbox.config.layers import LAYER_ORDER
 from textbox.config.schema import describe
-from textbox.utils.atomic import NoSpaceLeft
+from textbox.utils.atomic import WriteFailed
 from textbox.utils.pipes import print_out
 
 USAGE = f"""usage: python run_textbox.py [--key=value ...]
@@ -61,16 +62,32 @@ def run_cli(argv: list[str], overrides: Mapping[str, object] | None = None,
         code = report_user_error(error)
         _leave_process_group(error)
         return code
-    except NoSpaceLeft as error:  # a cache written before the run directory exists (after, the run's own report)
+    except WriteFailed as error:  # a cache written before the run directory exists (after, the run's own report)
         if not getattr(error, "shown_elsewhere", False):
             print(f"error: {error.strerror}", file=sys.stderr)
         _leave_process_group(error)
         return 1
     except Exception as error:  # a bug, before the run directory exists (after, the pipeline gives a TextBoxError)
-        traceback.print_exc()  # its traceback is the only report there is
+        if not getattr(error, "shown_elsewhere", False):
+            print(f"error: unexpected {type(error).__name__}: {error}\n(the traceback is in {_keep_traceback(error)})",
+                  file=sys.stderr)
         _leave_process_group(error)
         return 1
     return failed_metrics(outcome)
+
+
+def _keep_traceback(error: BaseException) -> str:
+    """Write the traceback of a failure that came before the run directory (and its project.log) existed to a file
+    of its own in the temporary directory, as project.log keeps a later one: the console gets one error: line."""
+    text = "".join(traceback.format_exception(error))
+    try:
+        descriptor, path = tempfile.mkstemp(prefix="textbox-failure-", suffix=".log", text=True)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError:  # nowhere to keep it: the console is the only report there is
+        print(text, file=sys.stderr, end="")
+        return "the lines above"
+    return path
 
 
 def failed_metrics(outcome: object) -> int:

@@ -205,14 +205,18 @@ def read_lines(path: str | Path) -> list[str]:
     """The lines of a UTF-8 text file (``-``: standard input) without their line ends (\\n or \\r\\n) nor a leading
     byte-order mark (which Windows editors write; it is not text); nothing else is stripped, blank lines are kept,
     and a final line end adds no empty line. The one reader of line files: dataset splits, ``--input_file`` and
-    the files ``python -m textbox.evaluate`` scores all read alike. Bytes that are not UTF-8 are a DataError
-    naming the file and line; callers check what else they need."""
+    the files ``python -m textbox.evaluate`` scores all read alike. Bytes that are not UTF-8 (or a file that cannot
+    be read) are a DataError naming the file and line; callers check what else they need."""
     where = "stdin" if str(path) == "-" else str(path)
     if str(path) == "-":
         stream = getattr(sys.stdin, "buffer", None)
         data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     else:
-        data = Path(path).read_bytes()
+        try:
+            data = Path(path).read_bytes()
+        except OSError as error:  # unreadable (permissions, a failing disk): the file is named, not a traceback
+            raise DataError(f"cannot read {where} ({error.strerror or error}); check that it is a readable file "
+                            f"and run again") from error
     data = data.removeprefix(codecs.BOM_UTF8)
     try:
         text = data.decode("utf-8")

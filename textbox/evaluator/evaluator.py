@@ -5,7 +5,7 @@ batches, the same generation settings and engine, the same metrics. It holds no 
 evaluate (the training model, checkpoint_best, the model as built)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import torch
 from accelerate import Accelerator
@@ -132,14 +132,19 @@ class Evaluator:
             return EvalReport(figures)
         return self._scored(loss, self.generate(model, loader, "valid"), valid.split)
 
-    def test(self, model: torch.nn.Module, test: EvalSet) -> EvalReport:
+    def test(self, model: torch.nn.Module, test: EvalSet,
+             keep: Callable[[list[list[str]]], None] | None = None) -> EvalReport:
         """Loss, every example's generations and the metrics of the first; pre-training is scored by its
-        (denoising) loss alone, with nothing generated."""
+        (denoising) loss alone, with nothing generated. ``keep`` gets the generations before they are scored, so
+        that a failure while scoring does not lose them."""
         loader = self.loader_of(test)
         loss = self.loss(model, loader)
+        sequences = [] if self.config.pretrain_task else self.generate(model, loader, "test")
+        if keep is not None:
+            keep(sequences)
         if self.config.pretrain_task:
-            return EvalReport({"loss": loss}, sequences=[])
-        return self._scored(loss, self.generate(model, loader, "test"), test.split)
+            return EvalReport({"loss": loss}, sequences=sequences)
+        return self._scored(loss, sequences, test.split)
 
     def _scored(self, loss: float, sequences: list[list[str]], split: Split) -> EvalReport:
         scores, details, errors = self.score([texts[0] for texts in sequences], split, loss=loss)

@@ -249,7 +249,8 @@ def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Train
     elif config.do_test:
         started = time.perf_counter()
         model = evaluation_model(run, trained.model)
-        report = evaluator.test(model, EvalSet(built.tokenized["test"], built.splits["test"]))
+        report = evaluator.test(model, EvalSet(built.tokenized["test"], built.splits["test"]),
+                                keep=lambda sequences: keep_generations(run, sequences))
         results["test_seconds"] = round(time.perf_counter() - started, 1)
         results["test"] = report.figures
         if report.details is not None:
@@ -259,15 +260,19 @@ def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Train
             for metric, message in report.errors.items():
                 run.logger.error(f"metric {metric} failed on the test split: {message}; the other figures "
                                  f"and the outputs are kept (results.json's metric_errors)")
-        if run.is_main_process:
-            sequences = report.sequences or []
-            if every := write_generations(run.run_dir / "generation.txt", sequences):
-                run.logger.info(f"all {len(sequences[0])} generations per test example in {every}")
-            if report.texts:
-                examples = format_examples(built.splits["test"], report.texts, config.show_examples)
+        if run.is_main_process and report.texts:
+            examples = format_examples(built.splits["test"], report.texts, config.show_examples)
     if details:
         results["metric_details"] = details
     return Evaluated(results, examples)
+
+
+def keep_generations(run: RunContext, sequences: list[list[str]]) -> None:
+    """generation.txt (and generation_all.txt with several sequences per example), written by the main process as
+    soon as the test split is decoded: a failure while scoring it loses the figures, not the outputs."""
+    if run.is_main_process:
+        if every := write_generations(run.run_dir / "generation.txt", sequences):
+            run.logger.info(f"all {len(sequences[0])} generations per test example in {every}")
 
 
 def evaluation_model(run: RunContext, model: torch.nn.Module) -> torch.nn.Module:

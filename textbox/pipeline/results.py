@@ -16,7 +16,7 @@ from textbox.pipeline.run_dir import FAILED_MARKER, clear_failed_mark, mark_fail
 from textbox.trainer.checkpoint import LAST
 from textbox.trainer.context import RunContext
 from textbox.trainer.records import finite_or_null
-from textbox.utils.atomic import NoSpaceLeft, write_text_atomic
+from textbox.utils.atomic import NoSpaceLeft, WriteFailed, write_text_atomic
 from textbox.utils.logging import log_file_path, log_to_file
 from textbox.utils.versions import software_versions
 
@@ -48,9 +48,9 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
         return error
     if isinstance(error, TextBoxError):
         message, shown = str(error), error
-    elif isinstance(error, NoSpaceLeft):  # its partial copy is removed, which leaves room for the FAILED mark
-        resume = "; once there is room, --resume=True continues from checkpoint_last" if (run_dir / LAST).is_dir() \
-            else ""
+    elif isinstance(error, WriteFailed):  # a full disk or another: its partial copy is removed (room for FAILED)
+        fixed = "there is room" if isinstance(error, NoSpaceLeft) else "it can be written"
+        resume = f"; once {fixed}, --resume=True continues from checkpoint_last" if (run_dir / LAST).is_dir() else ""
         message = f"{error.strerror}{resume}"
         shown = TextBoxError(message)
     elif isinstance(error, Exception):
@@ -60,7 +60,7 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
     else:  # KeyboardInterrupt, SystemExit: not a failure of the run's own making, but the run did not finish
         message, shown = f"stopped by {type(error).__name__} before the run finished", error
     log_to_file(logging.ERROR, f"the run failed: {message}")
-    if not isinstance(error, (TextBoxError, NoSpaceLeft)):
+    if not isinstance(error, (TextBoxError, WriteFailed)):
         log_to_file(logging.ERROR, "".join(traceback.format_exception(error)).rstrip())
     if run.is_main_process:
         mark_failed(run_dir, message)

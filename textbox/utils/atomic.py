@@ -16,29 +16,50 @@ _FULL_BELOW = 2**20
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
-class NoSpaceLeft(OSError):
+class WriteFailed(OSError):
+    """A write that failed (a failing disk, a permission, ...); its partial files are removed, the previous version
+    kept. The message names what was written, where, why, and says what to do."""
+
+    def __init__(self, directory: Path, what: str, cause: OSError | None = None, staging: Path | None = None):
+        directory = Path(directory).absolute()
+        reason = (cause.strerror or str(cause)) if cause is not None else "it failed"
+        source = cause.filename if cause is not None else None
+        if source and (staging is None or not str(source).startswith(str(staging))):  # another file: named
+            reason = f"{reason}: {source}"
+        super().__init__(cause.errno if cause is not None and cause.errno else errno.EIO,
+                         f"could not write {what} in {directory} ({reason}): check that disk and its permissions, "
+                         f"then run again; the previous version, if any, is intact")
+
+
+class NoSpaceLeft(WriteFailed):
     """A write that failed because its disk is full; its partial files are removed, the previous version kept. The
     message names the directory and says what to do."""
 
     def __init__(self, directory: Path, what: str):
         directory = Path(directory).absolute()
         free = _free_bytes(directory)
-        super().__init__(errno.ENOSPC, f"no space left on the disk of {directory} while writing {what} "
-                                       f"({free / 2**20:,.1f} MiB free once its partial copy was removed): free some "
-                                       f"space or choose another directory; the previous version, if any, is intact")
+        OSError.__init__(self, errno.ENOSPC, f"no space left on the disk of {directory} while writing {what} "
+                                             f"({free / 2**20:,.1f} MiB free once its partial copy was removed): free "
+                                             f"some space or choose another directory; the previous version, if any, "
+                                             f"is intact")
 
 
 @contextmanager
 def staged(staging: Path, what: str) -> Iterator[None]:
     """Run a block that writes ``staging``; if it fails, ``staging`` is removed, and a full disk is a NoSpaceLeft
-    naming ``what`` and the directory (the free space is read before the removal gives some back)."""
+    naming ``what`` and the directory (the free space is read before the removal gives some back), another OSError a
+    WriteFailed naming them (not the removed partial file)."""
     try:
         yield
     except Exception as error:
         full = is_disk_full(error, staging.parent)
         _remove(staging)
-        if full and not isinstance(error, NoSpaceLeft):
+        if isinstance(error, WriteFailed):
+            raise
+        if full:
             raise NoSpaceLeft(staging.parent, what) from error
+        if isinstance(error, OSError):
+            raise WriteFailed(staging.parent, what, error, staging) from error
         raise
 
 

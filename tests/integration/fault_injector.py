@@ -1,0 +1,121 @@
+"""Worker of test_fault_at_each_stage: run_textbox.py, run as its own __main__, with one fault injected at the stage
+that TEXTBOX_FAULT_STAGE names (the test's table lists them). A fault that writes something first writes half of it
+into the staging copy the real code made, as a full or failing disk does, so that the test sees what is left behind.
+
+usage: TEXTBOX_FAULT_STAGE=<stage> python fault_injector.py <run_textbox.py arguments>
+"""
+from __future__ import annotations
+
+import errno
+import os
+import pathlib
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+STAGE = os.environ.get("TEXTBOX_FAULT_STAGE", "")
+
+
+def io_error(path: Path) -> OSError:
+    return OSError(errno.EIO, "Input/output error (injected)", str(path))
+
+
+def on_call(count: int, test: Callable[..., bool] = lambda *a, **k: True) -> Callable[..., bool]:
+    """A predicate that is true on the ``count``-th call for which ``test`` is true."""
+    seen = [0]
+
+    def nth(*args: Any, **kwargs: Any) -> bool:
+        if test(*args, **kwargs):
+            seen[0] += 1
+            return seen[0] == count
+        return False
+
+    return nth
+
+
+def patch(owner: Any, name: str, fault: Callable[..., bool], raise_: Callable[..., BaseException]) -> None:
+    """owner.name raises ``raise_(*args)`` when ``fault(*args)`` says so, and runs as before otherwise."""
+    original = getattr(owner, name)
+
+    def injected(*args: Any, **kwargs: Any) -> Any:
+        if fault(*args, **kwargs):
+            raise raise_(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, injected)
+
+
+def half_written(into: Callable[..., Path], file: str) -> Callable[..., BaseException]:
+    """Write half of ``file`` into the staging directory ``into(*args)`` names, then fail as a disk does."""
+    def fail(*args: Any, **kwargs: Any) -> BaseException:
+        directory = into(*args, **kwargs)
+        (directory / file).write_bytes(b"half")
+        return io_error(directory / file)
+
+    return fail
+
+
+def staging_is(name: str) -> Callable[[Path], bool]:
+    """Whether a staging directory (``.<name>.partial-<pid>-<id>``, ``.<name>.tmp``) is one of ``name``'s."""
+    return lambda staging: Path(staging).name.startswith(f".{name}.")
+
+
+def install(stage: str) -> None:
+    if stage == "reading":  # the train split's source file cannot be read
+        patch(pathlib.Path, "read_bytes", lambda self: self.name == "train.src",
+              lambda self: PermissionError(errno.EACCES, "Permission denied (injected)", str(self)))
+    elif stage == "tokenising":  # the tokenised train split cannot be written to the cache
+        import datasets
+
+        patch(datasets.Dataset, "save_to_disk", on_call(1),
+              half_written(lambda self, path, *a, **k: Path(path), "data-00000-of-00001.arrow"))
+    elif stage == "building":  # the model cannot be built (a library's or the device's failure)
+        from textbox.pipeline import recipe
+
+        patch(recipe, "build_model", lambda *a, **k: True, lambda *a, **k: RuntimeError("injected fault while "
+                                                                                       "building the model"))
+    elif stage in ("checkpoint_best", "checkpoint-<step>"):  # the second write of that checkpoint fails half-way
+        from textbox.trainer import checkpoint
+
+        name = "checkpoint_best" if stage == "checkpoint_best" else "checkpoint-"
+        patch(checkpoint, "save_model_files",
+              on_call(2, lambda model, tmp, *a, **k: Path(tmp).name.startswith(f".{name}")),
+              half_written(lambda model, tmp, *a, **k: Path(tmp), "model.safetensors"))
+    elif stage == "checkpoint_last":  # the second save of checkpoint_last fails half-way
+        from accelerate import Accelerator
+
+        patch(Accelerator, "save_state", on_call(2),
+              half_written(lambda self, output_dir=None, *a, **k: Path(output_dir), "model.safetensors"))
+    elif stage == "validation":  # the second validation fails
+        from textbox.evaluator.evaluator import Evaluator
+
+        patch(Evaluator, "validate", on_call(2), lambda *a, **k: RuntimeError("injected fault while validating"))
+    elif stage == "test decoding":  # decoding the test split fails
+        from textbox.evaluator.evaluator import Evaluator
+
+        patch(Evaluator, "generate", lambda self, model, loader, description: description == "test",
+              lambda *a, **k: RuntimeError("injected fault while decoding the test split"))
+    elif stage == "scoring":  # scoring the test split fails as a whole (not one metric: keep_going covers that)
+        from textbox.evaluator import evaluator
+
+        patch(evaluator, "compute_metrics", lambda *a, **k: True,
+              lambda *a, **k: RuntimeError("injected fault while scoring"))
+    elif stage == "results":  # results.json cannot be written (half of it is)
+        def half_results(self: Path, data: str, *args: Any, **kwargs: Any) -> bool:
+            if self.name.startswith(".results.json.partial"):
+                original_write_text(self, data[:len(data) // 2], *args, **kwargs)
+                return True
+            return False
+
+        original_write_text = pathlib.Path.write_text
+        patch(pathlib.Path, "write_text", half_results, lambda self, *a, **k: io_error(self))
+    elif stage:
+        raise SystemExit(f"fault_injector: unknown stage {stage!r}")
+
+
+if __name__ == "__main__":
+    install(STAGE)
+    sys.argv = [str(PROJECT_ROOT / "run_textbox.py"), *sys.argv[1:]]
+    runpy.run_path(sys.argv[0], run_name="__main__")
