@@ -10,13 +10,13 @@ one package (the study commands) comes last.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from typing import NamedTuple
 
 import pytest
 
 from tests.conftest import PROJECT_ROOT
+from tests.helpers import fresh_python
 
 
 class Rule(NamedTuple):
@@ -105,9 +105,9 @@ print(json.dumps(loaded))
 @pytest.fixture(scope="module")
 def loaded() -> list[list[str]]:
     """The modules each row loaded, in one fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([code for code, _, _ in ROWS])],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(PROJECT_ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    # a bare environment: nothing the caller's shell sets may load a module for the rows
+    done = fresh_python(_CHILD, json.dumps([code for code, _, _ in ROWS]), timeout=300,
+                        env={"PYTHONPATH": str(PROJECT_ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

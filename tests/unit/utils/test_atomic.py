@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import fresh_python_prints
 from textbox.utils.atomic import atomic_directory, write_text_atomic
 
 
@@ -102,14 +103,10 @@ def _raise_enospc(directory):
 
 def test_stale_staging_entries_of_killed_processes_are_removed_and_a_live_ones_kept(tmp_path):
     import os
-    import subprocess
-    import sys
 
     from textbox.utils.atomic import aside, remove_stale_staging
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
-    dead_pid = int(dead.stdout)
+    dead_pid = int(fresh_python_prints("import os; print(os.getpid())"))  # a process that has ended
     for name in (f".checkpoint_best.partial-{dead_pid}-0123abcd", ".checkpoint_last.tmp", "checkpoint_last",
                  "checkpoint_best", f".results.json.partial-{os.getppid()}-89abcdef", ".hidden_by_the_user"):
         (tmp_path / name).mkdir()
