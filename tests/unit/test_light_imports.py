@@ -79,6 +79,9 @@ ROWS = [
     ("import textbox.checks", none_of(*HEAVY), "textbox/checks.py: nothing heavy"),
     ("from textbox.checks import load_checked_config; load_checked_config(['--dataset=pydoc'])", none_of(*HEAVY),
      "textbox/checks.py: no transformers unless --generation_kwargs needs its check"),
+    ("from textbox.checks import load_checked_config; load_checked_config([])", none_of(*HEAVY),
+     "textbox/model/kwargs_types.py: the default run's config check (the shipped yamls' config_kwargs) imports no "
+     "transformers"),
     ("import run_textbox; run_textbox.main(['--help'])", none_of(*HEAVY), "textbox/cli.py: help imports no registry"),
     ("import run_analysis; run_analysis.main(['--help'])", none_of(*HEAVY),
      "run_analysis.py: its --help imports no torch"),
