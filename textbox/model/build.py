@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
-from textbox.model.adapter_files import checkpoint_record, inner_model
+from textbox.model.adapter_files import checkpoint_record
 from textbox.model.attention import chosen, set_attention
 from textbox.model.efficient import apply_efficient_methods
 from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 from textbox.model.lengths import fit_lengths
 from textbox.model.loading import set_generation_length
-from textbox.model.run_generation import restore_model_generation
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.tokens.languages import apply_languages
@@ -64,7 +63,6 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
     log = get_logger() if logger is None else logger
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
-    restore_model_generation(inner_model(built.model))  # a checkpoint of ours: its model's own settings first
     fitting = fit_lengths(config, built.model, built.tokenizer)  # before anything reads the lengths further
     if fitting.changed:
         config = fitting.config
