@@ -277,7 +277,8 @@ def test_a_build_failure_on_rank_0_is_shown_once_and_every_process_exits(bad_mod
 def test_a_runs_console_never_mixes_a_bar_and_a_log_line(tmp_path):
     data = make_copy_dataset(tmp_path / "copy")
     done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--max_steps=24",
-                       "--logging_steps=2", "--filename=console"], cwd=tmp_path, timeout=600)
+                       "--logging_steps=2", "--filename=console"], cwd=tmp_path, timeout=600,
+                      env={"TQDM_DISABLE": "0"})  # bars drawn into the captured stderr, as on a terminal
     assert done.returncode == 0, done.stderr[-3000:]
     console = done.stdout + done.stderr
     lines = visible_lines(console)
