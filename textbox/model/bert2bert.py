@@ -7,10 +7,12 @@ is. Sources and targets share one tokenizer, --model_path's: the decoder's vocab
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transformers import AutoConfig, AutoTokenizer, EncoderDecoderConfig, EncoderDecoderModel
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoTokenizer, EncoderDecoderConfig,
+                          EncoderDecoderModel)
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.families import ENCODER_DECODER
@@ -18,9 +20,10 @@ from textbox.config import family_keys as keys
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
+from textbox.utils.logging import get_logger
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig, PreTrainedTokenizerBase
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
@@ -52,17 +55,43 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     if config.from_scratch:
         model = EncoderDecoderModel(EncoderDecoderConfig.from_encoder_decoder_configs(encoder_config, decoder_config))
     else:
-        model = from_pretrained(
-            EncoderDecoderModel.from_encoder_decoder_pretrained, path,
-            decoder_pretrained_model_name_or_path=decoder_path,
-            # two separate configs: the decoder's is switched to causal attention with cross-attention
-            encoder_config=encoder_config, decoder_config=decoder_config)
+        decoder = _load_decoder(decoder_path, decoder_config, named_by="--decoder_model_path"
+                                if config.decoder_model_path else "--model_path")
+        model = from_pretrained(EncoderDecoderModel.from_encoder_decoder_pretrained, path,
+                                encoder_config=encoder_config, decoder_model=decoder)
     model.config.vocab_size = model.config.decoder.vocab_size
     set_special_token_ids(model, decoder_start_token_id=cls, bos_token_id=cls, eos_token_id=sep,
                           pad_token_id=tokenizer.pad_token_id)
     set_generation_length(model, config.tgt_len)
     # new cross-attention: efficient methods alone would leave it random (textbox.model.efficient refuses them)
     return BuiltModel(model, tokenizer, warm_started=True)
+
+
+def _load_decoder(decoder_path: str, decoder_config: PretrainedConfig, named_by: str) -> PreTrainedModel:
+    """The decoder half, switched to causal attention with cross-attention, and a console line naming the weights
+    its checkpoint lacks: they start from random values (transformers' load report goes to project.log only, and a
+    researcher should know which part of a warm-started model is not pretrained)."""
+    decoder_config.is_decoder = True
+    decoder_config.add_cross_attention = True
+    decoder, loading_info = from_pretrained(AutoModelForCausalLM.from_pretrained, decoder_path, named_by=named_by,
+                                            config=decoder_config, output_loading_info=True)
+    missing = sorted(loading_info.get("missing_keys", ()))
+    if missing:
+        get_logger().info(f"bert2bert: {len(missing)} decoder weights are not in {decoder_path} and start from "
+                          f"random values, to be learnt in this run: {new_weight_groups(missing)}")
+    return decoder
+
+
+def new_weight_groups(names: list[str]) -> str:
+    """'bert.encoder.layer.*.crossattention (96), cls.predictions (7)': weight names grouped by module, layer
+    numbers folded into *, so that the line stays one line for a 24-layer model."""
+    counts: dict[str, int] = {}
+    for name in names:
+        parts = re.sub(r"\.\d+(?=\.|$)", ".*", name).split(".")
+        depth = parts.index("*") + 2 if "*" in parts else 2  # the module under the layer, or a top-level head
+        module = ".".join(parts[:depth])
+        counts[module] = counts.get(module, 0) + 1
+    return ", ".join(f"{module} ({count})" for module, count in counts.items())
 
 
 def _apply_to_halves(saved_config: EncoderDecoderConfig, settings: dict[str, object]) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -56,6 +57,16 @@ def console_handler() -> logging.Handler:
     return console
 
 
+class _PlainText(logging.Formatter):
+    """project.log is read in editors and grepped: the terminal colours some libraries put in their messages
+    (transformers' LOAD REPORT title) are left out."""
+
+    _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._ANSI.sub("", super().format(record))
+
+
 FILE_ONLY = {"file_only": True}  # logger.info(message, extra=FILE_ONLY): for the log file, not the console
 
 
@@ -88,7 +99,7 @@ def attach_log_file(run_dir: Path) -> Path:
     logger = logging.getLogger(LOGGER_NAME)
     path = Path(run_dir) / LOG_FILE
     file_handler = logging.FileHandler(path, encoding="utf-8")
-    file_handler.setFormatter(logging.Formatter(_FORMAT))
+    file_handler.setFormatter(_PlainText(_FORMAT))
     for handler in list(logger.handlers):
         if isinstance(handler, logging.handlers.MemoryHandler):
             handler.setTarget(file_handler)

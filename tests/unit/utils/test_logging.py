@@ -97,6 +97,15 @@ def test_library_warnings_go_to_project_log_only(tmp_path, capsys):
     assert log.index("reading the data") < log.index("Some weights of X") < log.index("training")
 
 
+def test_project_log_holds_plain_text_without_terminal_colours(tmp_path):
+    """transformers titles its load report in bold (ESC[1m ... ESC[0m): project.log keeps the words only."""
+    run_logging.start_logging(is_main_process=True)
+    logging.getLogger("transformers.modeling_utils").warning("\x1b[1mBertLMHeadModel LOAD REPORT\x1b[0m from: x")
+    run_logging.attach_log_file(tmp_path)
+    log = (tmp_path / "project.log").read_text()
+    assert "BertLMHeadModel LOAD REPORT from: x" in log and "\x1b" not in log
+
+
 def test_a_library_line_logged_on_every_call_reaches_the_log_once(tmp_path, capsys):
     """bitsandbytes' int8 layers log that they cast their inputs on every forward."""
     run_logging.start_logging(is_main_process=True)
