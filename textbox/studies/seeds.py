@@ -14,18 +14,17 @@ t-interval would otherwise claim impossible values.
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
-from textbox.evaluator.metrics import clip_interval, figure_bounds
+from textbox.evaluator.metrics import figure_bounds
 from textbox.studies.common.directory import create_study_directory, study_directory, study_logger
 from textbox.studies.common.study_engine import ENGINE_OPTIONS, check_study_engine
 from textbox.studies.common.tool_options import split_options, usage
+from textbox.studies.common.spread import T_INTERVAL, Spread, spread
 from textbox.studies.common.runner import Job, Outcome, Runner, run_jobs
 from textbox.studies.common.tables import markdown_table, plot_distributions, write_csv
 from textbox.utils.atomic import write_text_atomic
@@ -38,19 +37,6 @@ STUDY_OPTIONS = [
 HELP = usage("usage: python run_multi_seed.py --multi_seed=N [--workers=N] [--engine=local|ray "
              "[--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] [--key=value ...]", STUDY_OPTIONS)
 SPLITS = ("valid", "test")
-
-
-@dataclass(frozen=True)
-class Spread:
-    """One figure across seeds; std and the interval need two seeds or more."""
-
-    n: int
-    mean: float
-    std: float | None
-    min: float
-    max: float
-    ci95_low: float | None
-    ci95_high: float | None
 
 
 @dataclass(frozen=True)
@@ -68,19 +54,6 @@ class StudyResult:
 
 def derive_seeds(seed: int, count: int) -> list[int]:
     return [seed + offset for offset in range(count)]
-
-
-def spread(values: list[float], bounds: tuple[float | None, float | None] = (None, None)) -> Spread:
-    """The spread of one figure; ``bounds``, the figure's range, cut its interval."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return Spread(len(values), mean, None, min(values), max(values), None, None)
-    from scipy.stats import t
-
-    std = statistics.stdev(values)
-    half_width = float(t.ppf(0.975, len(values) - 1)) * std / math.sqrt(len(values))
-    low, high = clip_interval((mean - half_width, mean + half_width), bounds)
-    return Spread(len(values), mean, std, min(values), max(values), low, high)
 
 
 def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult:
@@ -146,8 +119,7 @@ def _summarise(directory: Path, seeds: list[int], outcomes: dict[int, Outcome]) 
     spreads = {name: spread(values, figure_bounds(name.split("_", 1)[1])) for name, values in figures.items()}
     summary: dict[str, object] = {
         "seeds": seeds, "finished": finished, "failed": failed,
-        "interval": "95% t-interval of the mean: mean ± t(0.975, n-1) * std / sqrt(n), std with n-1, cut to the "
-                    "figure's range (e.g. [0, 100] for BLEU)",
+        "interval": T_INTERVAL,
         "figures": {name: asdict(value) for name, value in spreads.items()},
     }
     write_text_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")
