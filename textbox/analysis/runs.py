@@ -58,18 +58,6 @@ def load_run(directory: Path) -> RunOutputs:
     return RunOutputs(directory, config, test, hypotheses)
 
 
-def check_same_test_set(a: RunOutputs, b: RunOutputs) -> None:
-    """Comparing two runs only means something on the same examples, in the same order."""
-    if len(a.test) != len(b.test):
-        raise DataError(f"the runs were tested on different test sets: {a.directory} on {len(a.test)} examples "
-                        f"({a.config.data_path}), {b.directory} on {len(b.test)} ({b.config.data_path})")
-    for index, (example_a, example_b) in enumerate(zip(zip(a.test.sources, a.test.targets),
-                                                       zip(b.test.sources, b.test.targets))):
-        if example_a != example_b:
-            raise DataError(f"the runs were tested on different test sets: example {index + 1} differs between "
-                            f"{a.config.data_path} ({a.directory}) and {b.config.data_path} ({b.directory})")
-
-
 def _stored_values(config_path: Path) -> dict[str, object]:
     try:
         values = yaml_numbers.load(config_path.read_text(encoding="utf-8"))

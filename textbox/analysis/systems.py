@@ -120,10 +120,11 @@ def _check_fits(system: System, test_set: TestSet) -> None:
             raise DataError(f"run {run.directory} was tested on {len(targets)} examples ({run.config.data_path}), "
                             f"but the test set ({test_set.origin}) has {len(test_set.references)}: the systems "
                             f"must share one test set")
-        for index, (run_references, references) in enumerate(zip(targets, test_set.references)):
-            if run_references != references:
-                raise DataError(f"run {run.directory} was tested on a different test set: example {index + 1}'s "
-                                f"references differ from those of {test_set.origin}")
+        sources = test_set.sources or run.test.sources  # unknown with --ref: only the references are compared
+        for index, example in enumerate(zip(run.test.sources, targets, sources, test_set.references)):
+            if example[:2] != example[2:]:
+                raise DataError(f"run {run.directory} was tested on a different test set: example {index + 1} "
+                                f"differs from that of {test_set.origin}")
     if system.kind == FILE and len(system.outputs[0]) != len(test_set.references):
         raise DataError(f"{system.path} has {len(system.outputs[0])} lines but the test set ({test_set.origin}) has "
                         f"{len(test_set.references)} examples: an output file holds one line per test example, in "
