@@ -64,8 +64,9 @@ def _baseline_index(systems: list[System], paths: Sequence[str], baseline: str) 
     for index, (system, path) in enumerate(zip(systems, paths)):
         if baseline in (system.name, path) or Path(baseline).resolve() == system.path.resolve():
             return index
-    raise TextBoxUserError(f"--baseline={baseline} is none of the systems given ({', '.join(s.name for s in systems)}); "
-                           f"name one by its name or path")
+    names = ", ".join(system.name for system in systems)
+    raise TextBoxUserError(f"--baseline={baseline} is none of the systems given ({names}); name one by its name or "
+                           f"path")
 
 
 def _load_system(name: str, path: Path) -> System:

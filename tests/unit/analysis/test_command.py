@@ -112,9 +112,10 @@ def test_intervals_stay_in_the_figures_range(report):
 
 def test_a_against_b_and_b_against_a_give_the_same_p(setup, tmp_path, capsys):
     def p_values(*arguments: str) -> list[float]:
+        out = tmp_path / str(len(arguments))
         assert main([str(setup["a"]), str(setup["published"]), "--metrics=bleu", "--samples=100",
-                     "--ar_samples=100", "--examples=0", f"--output_dir={tmp_path / str(len(arguments))}", *arguments]) == 0
-        analysis = json.loads((tmp_path / str(len(arguments)) / "analysis.json").read_text())
+                     "--ar_samples=100", "--examples=0", f"--output_dir={out}", *arguments]) == 0
+        analysis = json.loads((out / "analysis.json").read_text())
         [other] = [row for row in analysis["results"] if row["tests"]]
         return [entry["p_value"] for entry in other["tests"]]
 
