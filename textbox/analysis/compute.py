@@ -10,8 +10,8 @@ import numpy as np
 
 from textbox.analysis.buckets import length_buckets, word_counts
 from textbox.analysis.example_stats import ExampleStatistics, example_statistics
-from textbox.analysis.significance import (bootstrap_indices, bootstrap_interval, paired_test, resampled_scores,
-                                           seed_study_test, TestResult)
+from textbox.analysis.significance import (Significance, bootstrap_indices, bootstrap_interval, paired_test,
+                                           resampled_scores, seed_study_test)
 from textbox.analysis.systems import SEED_STUDY, System, TestSet
 from textbox.config.schema import SCHEMA
 from textbox.evaluator.metrics import figure_bounds
@@ -31,7 +31,7 @@ class SystemScore:
     interval: tuple[float, float] | None  # None: a seed study of one seed
     interval_method: str
     seed_scores: list[float] | None
-    tests: list[TestResult]  # against the baseline; none for the baseline itself
+    tests: list[Significance]  # against the baseline; none for the baseline itself
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def _compare(statistics: list[list[ExampleStatistics]], systems: Sequence[System
 
 def _tests(baseline: System, system: System, baseline_statistics: list[ExampleStatistics],
            system_statistics: list[ExampleStatistics], references: list[list[str]], tests: Sequence[str],
-           samples: dict[str, int], seed: int, options: object) -> list[TestResult]:
+           samples: dict[str, int], seed: int, options: object) -> list[Significance]:
     if SEED_STUDY in (baseline.kind, system.kind):
         return [seed_study_test([run.score() for run in baseline_statistics],
                                 [run.score() for run in system_statistics],

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from textbox.analysis.compute import Analysis, Detail, FigureComparison, SystemScore
-from textbox.analysis.significance import TEST_NAMES, TestResult
+from textbox.analysis.significance import TEST_NAMES, Significance
 from textbox.analysis.plots import plot_buckets, plot_differences, plot_lengths
+from textbox.config.errors import TextBoxUserError
 from textbox.studies.common.tables import markdown_table
 from textbox.utils.atomic import write_text_atomic
 
@@ -22,7 +23,11 @@ TEST_LABELS = {**TEST_NAMES, "welch": "Welch's t-test over seeds", "one-sample t
 def write_report(analysis: Analysis, directory: Path, examples: int) -> Path:
     """Write the plots, analysis.json and analysis.md (showing ``examples`` examples) into ``directory``, which
     is created; return the report's path."""
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise TextBoxUserError(f"cannot create the analysis directory {directory} ({error.strerror}); choose another "
+                               f"--output_dir") from None
     detail = analysis.detail
     if detail is not None:
         if detail.buckets:
@@ -70,7 +75,7 @@ def _interval_text(score: SystemScore) -> str:
         f"(95% CI {score.interval[0]:.2f}-{score.interval[1]:.2f})"
 
 
-def _p_text(test: TestResult) -> str:
+def _p_text(test: Significance) -> str:
     if test.p_value is None:
         return f"{test.test}: no test ({test.implementation})"
     return f"{test.test} p = {test.p_value:.4f}"
@@ -94,7 +99,9 @@ def render(analysis: Analysis, examples: int) -> str:
 
 def _header(analysis: Analysis) -> str:
     systems = analysis.systems
-    lines = [f"# {len(systems)} system{'s' if len(systems) > 1 else ''} against the baseline {systems[0].name}", ""]
+    title = (f"# {len(systems) - 1} system{'s' if len(systems) > 2 else ''} against the baseline {systems[0].name}"
+             if len(systems) > 1 else f"# {systems[0].name} alone")
+    lines = [title, ""]
     for position, system in enumerate(systems):
         seeds = f", seeds {', '.join(map(str, system.seeds))}" if system.seeds else ""
         lines.append(f"- {system.name}{' (baseline)' if position == 0 else ''}: {system.kind} `{system.path}`{seeds}")
@@ -130,7 +137,7 @@ def _figure_section(analysis: Analysis, comparison: FigureComparison) -> str:
             f"p < {SIGNIFICANCE_LEVEL} marked *.\n\n{markdown_table(header, rows)}")
 
 
-def _p_cell(test: TestResult | None) -> str:
+def _p_cell(test: Significance | None) -> str:
     if test is None:
         return "-"
     if test.p_value is None:

@@ -30,7 +30,7 @@ DEFAULT_SEED = 12345  # sacrebleu's SACREBLEU_SEED when unset
 
 
 @dataclass(frozen=True)
-class TestResult:
+class Significance:
     """One test of a system against the baseline on one figure."""
 
     test: str  # "bs", "ar", "welch", "one-sample t"
@@ -60,16 +60,16 @@ def bootstrap_interval(scores: np.ndarray) -> tuple[float, float]:
 
 
 def paired_test(test: str, baseline: ExampleStatistics, system: ExampleStatistics, samples: int, seed: int,
-                texts: tuple[list[str], list[str], list[list[str]]], options: Mapping[str, Any]) -> TestResult:
+                texts: tuple[list[str], list[str], list[list[str]]], options: Mapping[str, Any]) -> Significance:
     """``test`` (bs or ar) of ``system`` against ``baseline``; ``texts`` = (baseline outputs, system outputs,
     references), which sacrebleu's tests score themselves."""
     if baseline.figure in SACREBLEU_FIGURES:
         import sacrebleu
 
         p_value = _sacrebleu_p_value(test, baseline.figure, *texts, options, samples, seed)
-        return TestResult(test, p_value, samples, seed, f"sacrebleu {sacrebleu.__version__} significance")
+        return Significance(test, p_value, samples, seed, f"sacrebleu {sacrebleu.__version__} significance")
     p_value = (bootstrap_p_value if test == BOOTSTRAP else randomisation_p_value)(baseline, system, samples, seed)
-    return TestResult(test, p_value, samples, seed, "textbox, on per-example statistics (sacrebleu's algorithm)")
+    return Significance(test, p_value, samples, seed, "textbox, on per-example statistics (sacrebleu's algorithm)")
 
 
 def bootstrap_p_value(baseline: ExampleStatistics, system: ExampleStatistics, samples: int, seed: int) -> float:
@@ -111,21 +111,21 @@ def _sacrebleu_p_value(test: str, figure: str, baseline_outputs: list[str], syst
 
 
 def seed_study_test(baseline: list[float], system: list[float], baseline_is_study: bool,
-                    system_is_study: bool) -> TestResult:
+                    system_is_study: bool) -> Significance:
     """Seed studies compared by their per-seed figures: Welch's t-test (two studies: unequal variances), or a
     one-sample t-test of the study's seeds against the single system's figure. Both two-sided, from scipy."""
     from scipy import stats
 
     if baseline_is_study and system_is_study:
         if min(len(baseline), len(system)) < 2:
-            return TestResult("welch", None, None, None, "needs two seeds or more on each side")
+            return Significance("welch", None, None, None, "needs two seeds or more on each side")
         result = stats.ttest_ind(system, baseline, equal_var=False)
-        return TestResult("welch", _finite(result.pvalue), None, None, "scipy.stats.ttest_ind(equal_var=False)")
+        return Significance("welch", _finite(result.pvalue), None, None, "scipy.stats.ttest_ind(equal_var=False)")
     study, single = (system, baseline[0]) if system_is_study else (baseline, system[0])
     if len(study) < 2:
-        return TestResult("one-sample t", None, None, None, "needs two seeds or more")
+        return Significance("one-sample t", None, None, None, "needs two seeds or more")
     result = stats.ttest_1samp(study, single)
-    return TestResult("one-sample t", _finite(result.pvalue), None, None, "scipy.stats.ttest_1samp against the "
+    return Significance("one-sample t", _finite(result.pvalue), None, None, "scipy.stats.ttest_1samp against the "
                       "single system's figure (its own test-set variance not counted)")
 
 

@@ -110,16 +110,17 @@ def test_intervals_stay_in_the_figures_range(report):
     assert [entry["test"] for entry in study["tests"]] == ["one-sample t"]
 
 
-def test_a_against_b_and_b_against_a_give_the_same_p(setup, tmp_path, capsys):
-    def p_values(*arguments: str) -> list[float]:
-        out = tmp_path / str(len(arguments))
-        assert main([str(setup["a"]), str(setup["published"]), "--metrics=bleu", "--samples=100",
-                     "--ar_samples=100", "--examples=0", f"--output_dir={out}", *arguments]) == 0
-        analysis = json.loads((out / "analysis.json").read_text())
-        [other] = [row for row in analysis["results"] if row["tests"]]
-        return [entry["p_value"] for entry in other["tests"]]
+def test_a_against_b_and_b_against_a_give_the_same_p(setup):
+    from textbox.analysis.compute import analyze
+    from textbox.analysis.systems import load_systems
 
-    assert p_values() == p_values("--baseline=published")
+    def p_values(baseline: str | None) -> list[float | None]:
+        systems, test_set = load_systems([str(setup["a"]), str(setup["published"])], [], None, baseline)
+        [bleu] = analyze(systems, test_set, ["bleu"], ["bs", "ar"], {"bs": 100, "ar": 100}, 0, 2).figures
+        assert bleu.scores[0].system == (baseline or "a")
+        return [test.p_value for test in bleu.scores[1].tests]
+
+    assert p_values(None) == p_values("published")
 
 
 def test_output_files_alone_are_scored_against_a_reference_file_in_a_default_directory(setup, tmp_path, monkeypatch,
@@ -167,3 +168,25 @@ def test_the_module_exits_2_with_one_error_line_as_a_process(setup, tmp_path):
     assert finished.returncode == 2 and finished.stdout == ""
     assert finished.stderr == ("textbox.analysis: error: system missing.txt does not exist: give a run directory, a "
                                "seed-study directory or an output file\n")
+
+
+def test_two_seed_studies_are_compared_by_welchs_t_test_on_their_seeds_figures(setup, tmp_path):
+    from scipy import stats
+    import sacrebleu
+
+    from textbox.analysis.compute import analyze
+    from textbox.analysis.systems import load_systems
+
+    other = tmp_path / "other_study"
+    for seed, run in ((5, "a"), (6, "b")):
+        write_run(other / f"seed-{seed}", setup["data"], lines(setup[run] / "generation.txt"))
+    systems, test_set = load_systems([str(setup["study"]), str(other)], [], None, None)
+    [bleu] = analyze(systems, test_set, ["bleu"], ["bs"], {"bs": 20, "ar": 20}, 0, 2).figures
+    references = [lines(setup["data"] / "test.tgt")]
+    seeds = {name: [sacrebleu.corpus_bleu(lines(directory / f"seed-{seed}" / "generation.txt"), references).score
+                    for seed in seeds] for name, directory, seeds in (("study", setup["study"], (1, 2, 3)),
+                                                                      ("other", other, (5, 6)))}
+    assert bleu.scores[1].seed_scores == pytest.approx(seeds["other"])
+    [welch] = bleu.scores[1].tests
+    assert welch.test == "welch"
+    assert welch.p_value == pytest.approx(stats.ttest_ind(seeds["other"], seeds["study"], equal_var=False).pvalue)
