@@ -4,7 +4,7 @@ detail of the single-output systems (source-length buckets, lengths, the example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -117,7 +117,8 @@ def _compare(statistics: list[list[ExampleStatistics]], systems: Sequence[System
         if system.kind == SEED_STUDY:
             seed_scores = [run.score() for run in system_statistics]
             summary = spread(seed_scores, bounds)
-            interval = None if summary.ci95_low is None else (summary.ci95_low, summary.ci95_high)
+            interval = (None if summary.ci95_low is None or summary.ci95_high is None
+                        else (summary.ci95_low, summary.ci95_high))
             score = SystemScore(system.name, summary.mean, interval, SEED_INTERVAL, seed_scores, [])
         else:
             score = SystemScore(system.name, system_statistics[0].score(),
@@ -133,7 +134,7 @@ def _compare(statistics: list[list[ExampleStatistics]], systems: Sequence[System
 
 def _tests(baseline: System, system: System, baseline_statistics: list[ExampleStatistics],
            system_statistics: list[ExampleStatistics], references: list[list[str]], tests: Sequence[str],
-           samples: dict[str, int], seed: int, options: object) -> list[Significance]:
+           samples: dict[str, int], seed: int, options: Mapping[str, Any]) -> list[Significance]:
     if SEED_STUDY in (baseline.kind, system.kind):
         return [seed_study_test([run.score() for run in baseline_statistics],
                                 [run.score() for run in system_statistics],

@@ -37,7 +37,7 @@ def plot_lengths(detail: Detail, path: Path) -> None:
     figure = Figure(figsize=(6.5, 3.8), layout="constrained")
     axis = figure.subplots()
     longest = max(detail.reference_words.max(), *(words.max() for words in detail.hypothesis_words))
-    bins = np.arange(0, np.ceil(longest) + 2) - 0.5  # one bin per word count
+    bins = (np.arange(0, np.ceil(longest) + 2) - 0.5).tolist()  # one bin per word count
     axis.hist(detail.reference_words, bins=bins, histtype="stepfilled", color="lightgrey", label="references")
     for index, (label, words) in enumerate(zip(detail.labels, detail.hypothesis_words)):
         axis.hist(words, bins=bins, histtype="step", linewidth=1.5, color=_colour(index), label=label)

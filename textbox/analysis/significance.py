@@ -105,9 +105,11 @@ def _sacrebleu_p_value(test: str, figure: str, baseline_outputs: list[str], syst
     baseline_score = metric._aggregate_and_compute(baseline_stats)
     name = baseline_score.name
     function = _paired_bs_test if test == BOOTSTRAP else _paired_ar_test
-    _, results = function({name: (baseline_stats, Result(baseline_score.score))}, "system", system_outputs, streams,
-                          {name: metric}, samples, -1, seed)
-    return float(results[name].p_value)
+    _, results = function({name: (baseline_stats, Result(baseline_score.score))}, "system", system_outputs,
+                          streams, {name: metric}, samples, -1, seed)  # type: ignore[arg-type]  # None pads streams
+    p_value = results[name].p_value
+    assert p_value is not None, "a paired test always gives a p-value"
+    return float(p_value)
 
 
 def seed_study_test(baseline: list[float], system: list[float], baseline_is_study: bool,
