@@ -116,8 +116,8 @@ def _header(analysis: Analysis) -> str:
         lines.append("- a seed study against a seed study: Welch's t-test on the per-seed figures; against a single "
                      "system: one-sample t-test of the seeds' figures against its figure (both two-sided)")
     if analysis.option_differences:
-        lines.append(f"- metric options differ between runs ({'; '.join(analysis.option_differences)}): every system "
-                     f"is scored with the same options")
+        lines.append(f"- metric options other than a run's own ({'; '.join(analysis.option_differences)}): every "
+                     f"system is scored with the same options")
     return "\n".join(lines)
 
 

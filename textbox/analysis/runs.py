@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -48,7 +48,7 @@ def load_run(directory: Path) -> RunOutputs:
     if stored.get("input_file"):
         raise DataError(f"{generation_path} holds the generations for --input_file={stored['input_file']}, not "
                         f"for the test set; analyse a run that tested (without --input_file)")
-    config = load_checked_config([f"--config_files={config_path}"], overrides=_anchored_paths(stored, directory))
+    config = run_config(directory)
     test = read_splits(config, ["test"])["test"]
     hypotheses = read_lines(generation_path)
     if len(hypotheses) != len(test):
@@ -56,6 +56,14 @@ def load_run(directory: Path) -> RunOutputs:
                         f"({config.data_path}) has {len(test)} examples; generation.txt must hold one line per "
                         f"test example, in order")
     return RunOutputs(directory, config, test, hypotheses)
+
+
+def run_config(directory: Path, options: Sequence[str] = ()) -> Config:
+    """The run's config.yaml, its relative paths anchored, with ``options`` (``--key=value``) over it: the metric
+    options to score the run's outputs with, when they differ from the run's own."""
+    config_path = Path(directory) / "config.yaml"
+    return load_checked_config([f"--config_files={config_path}", *options],
+                               overrides=_anchored_paths(_stored_values(config_path), Path(directory)))
 
 
 def _stored_values(config_path: Path) -> dict[str, object]:

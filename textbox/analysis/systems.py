@@ -4,7 +4,8 @@ A system is a finished run directory (its generation.txt), a seed-study director
 generation.txt) or a plain output file (one line per test example, in order: a published system's outputs). The
 references come from ``--ref`` (a file as textbox-evaluate reads it), else from the dataset the ``--key=value``
 options name (as run_analysis.py reads it), else from the first run's test split; every run must have been tested
-on that same set and every output file must hold one line per example.
+on that same set and every output file must hold one line per example. Metric options come from those options, or,
+beside run directories, from the first run's config with the options given over it.
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from textbox.analysis.runs import RunOutputs, load_run
+from textbox.analysis.runs import RunOutputs, load_run, run_config
 from textbox.checks import load_checked_config
 from textbox.config.errors import DataError, TextBoxUserError
 from textbox.config.loader import Config
 from textbox.data.readers import parse_references, read_lines, read_splits
 
 RUN, SEED_STUDY, FILE = "run", "seed study", "file"
+_DATA_OPTIONS = ("--dataset=", "--data_path=", "--config_files=")  # options that name the references' dataset
 
 
 @dataclass(frozen=True)
@@ -94,14 +96,17 @@ def _load_system(name: str, path: Path) -> System:
 
 def _test_set(systems: list[System], config_options: Sequence[str], reference_file: str | None) -> TestSet:
     runs = [run for system in systems for run in system.runs]
+    names_data = any(option.startswith(_DATA_OPTIONS) for option in config_options)
+    if runs and not names_data:  # options given beside runs only change how they are scored
+        options = run_config(runs[0].directory, config_options) if config_options else runs[0].config
+    else:
+        options = load_checked_config(config_options)
     if reference_file is not None:
         if not Path(reference_file).is_file():
             raise DataError(f"--ref={reference_file} does not exist: give the reference file, one line per example")
-        options = load_checked_config(config_options) if config_options or not runs else runs[0].config
         references = [parse_references(line) for line in read_lines(reference_file)]
         return TestSet(references, None, options, f"--ref={reference_file}")
-    if config_options:
-        options = load_checked_config(config_options)
+    if names_data or (config_options and not runs):
         split = read_splits(options, ["test"])["test"]
         return TestSet([list(targets) for targets in split.targets], list(split.sources), options,
                        f"the test split of {options.dataset!r} ({options.data_path})")
@@ -109,7 +114,7 @@ def _test_set(systems: list[System], config_options: Sequence[str], reference_fi
         raise TextBoxUserError("output files need references: give --ref=<file> or the dataset (--dataset=<name>, "
                                "--data_path=<dir>), or a run directory among the systems")
     first = runs[0]
-    return TestSet([list(targets) for targets in first.test.targets], list(first.test.sources), first.config,
+    return TestSet([list(targets) for targets in first.test.targets], list(first.test.sources), options,
                    f"the test split of run {first.directory} ({first.config.data_path})")
 
 

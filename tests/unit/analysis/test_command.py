@@ -190,3 +190,11 @@ def test_two_seed_studies_are_compared_by_welchs_t_test_on_their_seeds_figures(s
     [welch] = bleu.scores[1].tests
     assert welch.test == "welch"
     assert welch.p_value == pytest.approx(stats.ttest_ind(seeds["other"], seeds["study"], equal_var=False).pvalue)
+
+
+def test_metric_options_beside_runs_rescore_them_on_their_own_test_set(setup):
+    from textbox.analysis.systems import load_systems
+
+    _, test_set = load_systems([str(setup["a"]), str(setup["published"])], ["--lower_evaluation=True"], None, None)
+    assert test_set.options.lower_evaluation is True
+    assert test_set.origin.startswith(f"the test split of run {setup['a']}")
