@@ -133,6 +133,9 @@ def _output_directory(chosen: Path | None, systems: Sequence[System], saved_dir:
         if path.is_dir() and (resolved == path or path in resolved.parents):
             raise TextBoxUserError(f"--output_dir={chosen} is inside {path}, a system's directory: the analysis "
                                    f"writes into a directory of its own; choose another")
-    if (resolved / "config.yaml").exists():
-        raise TextBoxUserError(f"--output_dir={chosen} holds a config.yaml (a run directory); choose another")
+    run = next((directory for directory in (resolved, *resolved.parents) if (directory / "config.yaml").is_file()),
+               None)
+    if run is not None:
+        raise TextBoxUserError(f"--output_dir={chosen} is inside {run}, a run directory (it holds config.yaml); choose "
+                               f"another")
     return chosen

@@ -198,3 +198,11 @@ def test_metric_options_beside_runs_rescore_them_on_their_own_test_set(setup):
     _, test_set = load_systems([str(setup["a"]), str(setup["published"])], ["--lower_evaluation=True"], None, None)
     assert test_set.options.lower_evaluation is True
     assert test_set.origin.startswith(f"the test split of run {setup['a']}")
+
+
+def test_an_output_directory_inside_any_run_is_refused(setup, tmp_path, capsys):
+    generation = setup["b"] / "generation.txt"
+    assert main([str(setup["published"]), str(generation), f"--ref={setup['data'] / 'test.tgt'}",
+                 f"--output_dir={setup['b'] / 'mine'}"]) == 2
+    assert "a run directory (it holds config.yaml)" in capsys.readouterr().err
+    assert not (setup["b"] / "mine").exists()
