@@ -6,7 +6,8 @@ compared the systems. Here the pieces exist already; this module only joins them
 dataset, its test split (textbox.data.readers, the one reader: local copy, catalogue copy or built-in set) and its
 metrics with the catalogue entry's options (case, tokenisation, ...), exactly as a run scores its own test pass;
 each file is read by the reader textbox-evaluate uses (textbox.data.readers.read_lines) and scored by the metrics
-registry. Paired significance tests, length buckets and plots of two runs: ``python -m textbox.analysis``.
+registry. Significance tests of the same files: ``python -m textbox.analysis`` with the same arguments (the first
+file is the baseline), which also takes run and seed-study directories.
 
 Options are the run's keys in ``--key=value`` form (--dataset, --data_path, --metrics, metric options,
 --config_files=a.yaml,b.yaml); every other word is an output file, one line per test example in order. TextBox 2.0's
@@ -33,7 +34,11 @@ Scores each output file (one line per test example, in order; a run's generation
 of the dataset, with the metrics and metric options its configs/dataset/<name>.yaml gives (override them with
 --metrics="['bleu','rouge']" and the metric keys of `python run_textbox.py --help`), and prints one table: a
 column per file, a row per figure; then one JSON line. Keys are run_textbox.py's, in --key=value form (--data_path
-for a local copy, --config_files=a.yaml,b.yaml). For paired bootstrap tests of two runs: python -m textbox.analysis."""
+for a local copy, --config_files=a.yaml,b.yaml).
+
+Significance (two-sided paired bootstrap and approximate randomisation, sacrebleu's own for bleu/chrf/ter) of each
+file against the first, with the same arguments; run and seed-study directories are systems too:
+  python -m textbox.analysis --dataset=<name> [--key=value ...] baseline.txt output_b.txt [...] --metrics=bleu,chrf"""
 
 
 @dataclass
@@ -114,7 +119,8 @@ def format_table(comparison: Comparison) -> str:
         lines.append("  ".join([f"{figure:<{width}}", *(f"{cell:>{column + 1}}" for cell, column in
                                                        zip(cells, columns))]))
     if len(systems) > 1:
-        lines.append("* the best on that figure (paired bootstrap tests of two runs: python -m textbox.analysis)")
+        lines.append("* the best on that figure; is it significantly better? the same arguments to "
+                     "python -m textbox.analysis (the first file is the baseline)")
     return "\n".join(lines)
 
 

@@ -62,3 +62,19 @@ def test_the_script_runs_textbox_documented_command(outputs):
                       script="run_analysis.py")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["scores"]["BART_output"]["rouge-1"] == 100.0
+
+
+def test_the_same_arguments_to_textbox_analysis_test_the_files_against_the_first(outputs, tmp_path, capsys):
+    """The one command for significance takes run_analysis.py's arguments, and scores the files the same."""
+    from textbox.analysis.command import main as analyse
+
+    data, perfect, worse = outputs
+    arguments = ["--dataset=samsum", f"--data_path={data}", str(perfect), str(worse)]
+    assert main(arguments) == 0
+    scores = json.loads(capsys.readouterr().out.rstrip("\n").rsplit("\n", 1)[1])["scores"]
+    assert analyse([*arguments, "--metrics=rouge-2", "--tests=ar", "--ar_samples=50", "--examples=0",
+                    f"--output_dir={tmp_path / 'out'}"]) == 0
+    analysis = json.loads((tmp_path / "out" / "analysis.json").read_text())
+    assert [(row["system"], row["score"]) for row in analysis["results"]] == \
+        [(name, pytest.approx(scores[name]["rouge-2"])) for name in ("BART_output", "T5_output")]
+    assert analysis["results"][1]["tests"][0]["test"] == "ar"

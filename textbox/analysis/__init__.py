@@ -1,2 +1,2 @@
-"""Analysis of finished runs' test generations (``python -m textbox.analysis``): per-example statistics,
-source-length buckets, bootstrap tests and the markdown report with its plots."""
+"""N systems (runs, seed studies, output files) compared against a baseline (``python -m textbox.analysis``):
+per-example statistics, two-sided paired tests, seed-study t-tests, source-length buckets, the report and plots."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -48,7 +48,7 @@ def load_run(directory: Path) -> RunOutputs:
     if stored.get("input_file"):
         raise DataError(f"{generation_path} holds the generations for --input_file={stored['input_file']}, not "
                         f"for the test set; analyse a run that tested (without --input_file)")
-    config = load_checked_config([f"--config_files={config_path}"], overrides=_anchored_paths(stored, directory))
+    config = run_config(directory)
     test = read_splits(config, ["test"])["test"]
     hypotheses = read_lines(generation_path)
     if len(hypotheses) != len(test):
@@ -58,16 +58,12 @@ def load_run(directory: Path) -> RunOutputs:
     return RunOutputs(directory, config, test, hypotheses)
 
 
-def check_same_test_set(a: RunOutputs, b: RunOutputs) -> None:
-    """Comparing two runs only means something on the same examples, in the same order."""
-    if len(a.test) != len(b.test):
-        raise DataError(f"the runs were tested on different test sets: {a.directory} on {len(a.test)} examples "
-                        f"({a.config.data_path}), {b.directory} on {len(b.test)} ({b.config.data_path})")
-    for index, (example_a, example_b) in enumerate(zip(zip(a.test.sources, a.test.targets),
-                                                       zip(b.test.sources, b.test.targets))):
-        if example_a != example_b:
-            raise DataError(f"the runs were tested on different test sets: example {index + 1} differs between "
-                            f"{a.config.data_path} ({a.directory}) and {b.config.data_path} ({b.directory})")
+def run_config(directory: Path, options: Sequence[str] = ()) -> Config:
+    """The run's config.yaml, its relative paths anchored, with ``options`` (``--key=value``) over it: the metric
+    options to score the run's outputs with, when they differ from the run's own."""
+    config_path = Path(directory) / "config.yaml"
+    return load_checked_config([f"--config_files={config_path}", *options],
+                               overrides=_anchored_paths(_stored_values(config_path), Path(directory)))
 
 
 def _stored_values(config_path: Path) -> dict[str, object]:

@@ -7,22 +7,24 @@ directory (saved_dir/multi_seed-<timestamp>, or saved_dir/filename) holds seed-<
 (seed, status, every validation and test figure), summary.json, seeds.png and study.log.
 
 Per figure: mean, sample standard deviation (n-1), min, max and the 95% t-interval of the mean,
-mean ± t(0.975, n-1)·std/√n, with the t quantile from scipy (a declared dependency).
+mean ± t(0.975, n-1)·std/√n, with the t quantile from scipy (a declared dependency), cut to the figure's range
+(BLEU in [0, 100], TER and the loss 0 and up: textbox.evaluator.metrics.figure_bounds): near a bound the symmetric
+t-interval would otherwise claim impossible values.
 """
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from textbox.checks import load_checked_config
 from textbox.config import TextBoxUserError
 from textbox.config.schema import Key
+from textbox.evaluator.metrics import figure_bounds
 from textbox.studies.common.directory import create_study_directory, study_directory, study_logger
 from textbox.studies.common.study_engine import ENGINE_OPTIONS, check_study_engine
 from textbox.studies.common.tool_options import split_options, usage
+from textbox.studies.common.spread import T_INTERVAL, Spread, spread
 from textbox.studies.common.runner import Job, Outcome, Runner, run_jobs
 from textbox.studies.common.tables import markdown_table, plot_distributions, write_csv
 from textbox.utils.atomic import write_text_atomic
@@ -35,19 +37,6 @@ STUDY_OPTIONS = [
 HELP = usage("usage: python run_multi_seed.py --multi_seed=N [--workers=N] [--engine=local|ray "
              "[--ray_address=auto|host:port] [--trial_resources=\"{'cpu': 1}\"]] [--key=value ...]", STUDY_OPTIONS)
 SPLITS = ("valid", "test")
-
-
-@dataclass(frozen=True)
-class Spread:
-    """One figure across seeds; std and the interval need two seeds or more."""
-
-    n: int
-    mean: float
-    std: float | None
-    min: float
-    max: float
-    ci95_low: float | None
-    ci95_high: float | None
 
 
 @dataclass(frozen=True)
@@ -65,17 +54,6 @@ class StudyResult:
 
 def derive_seeds(seed: int, count: int) -> list[int]:
     return [seed + offset for offset in range(count)]
-
-
-def spread(values: list[float]) -> Spread:
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return Spread(len(values), mean, None, min(values), max(values), None, None)
-    from scipy.stats import t
-
-    std = statistics.stdev(values)
-    half_width = float(t.ppf(0.975, len(values) - 1)) * std / math.sqrt(len(values))
-    return Spread(len(values), mean, std, min(values), max(values), mean - half_width, mean + half_width)
 
 
 def run_multi_seed(argv: list[str], runner: Runner | None = None) -> StudyResult:
@@ -138,10 +116,10 @@ def _summarise(directory: Path, seeds: list[int], outcomes: dict[int, Outcome]) 
     for seed in finished:
         for name, value in _figures(outcomes[seed]).items():
             figures.setdefault(name, []).append(value)
-    spreads = {name: spread(values) for name, values in figures.items()}
+    spreads = {name: spread(values, figure_bounds(name.split("_", 1)[1])) for name, values in figures.items()}
     summary: dict[str, object] = {
         "seeds": seeds, "finished": finished, "failed": failed,
-        "interval": "95% t-interval of the mean: mean ± t(0.975, n-1) * std / sqrt(n), std with n-1",
+        "interval": T_INTERVAL,
         "figures": {name: asdict(value) for name, value in spreads.items()},
     }
     write_text_atomic(directory / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from tests.unit.analysis.fake_runs import write_dataset, write_run
-from textbox.analysis.compute import analyze_runs
+from textbox.analysis.compute import analyze
+from textbox.analysis.systems import load_systems
 from textbox.config.schema import DEFAULTS
 from textbox.evaluator.metrics import compute_metrics
 
@@ -20,12 +21,14 @@ def analysis(tmp_path: Path):
     data = write_dataset(tmp_path / "data", SOURCES, REFERENCES)
     run_a = write_run(tmp_path / "a", data, HYPOTHESES_A)
     run_b = write_run(tmp_path / "b", data, HYPOTHESES_B, rouge_use_stemmer=False)
-    return analyze_runs([run_a, run_b], "rouge-1", buckets=3, samples=100, seed=0)
+    systems, test_set = load_systems([str(run_a), str(run_b)], [], None, None)
+    return analyze(systems, test_set, ["rouge-1"], ["bs", "ar"], {"bs": 100, "ar": 100}, seed=0, buckets=3)
 
 
 def test_bucket_scores_equal_the_metric_suite_on_the_buckets_examples(analysis):
-    assert [(bucket.label, bucket.size) for bucket in analysis.buckets] == [("1-2", 2), ("3-4", 2), ("5-6", 2)]
-    for bucket, members in zip(analysis.buckets, ([0, 1], [2, 3], [4, 5])):
+    buckets = analysis.detail.buckets
+    assert [(bucket.label, bucket.size) for bucket in buckets] == [("1-2", 2), ("3-4", 2), ("5-6", 2)]
+    for bucket, members in zip(buckets, ([0, 1], [2, 3], [4, 5])):
         for run, hypotheses in enumerate((HYPOTHESES_A, HYPOTHESES_B)):
             expected = compute_metrics(["rouge"], [hypotheses[i] for i in members],
                                        [[REFERENCES[i]] for i in members], options=DEFAULTS).scores["rouge-1"]
@@ -35,15 +38,17 @@ def test_bucket_scores_equal_the_metric_suite_on_the_buckets_examples(analysis):
 
 
 def test_examples_are_ordered_by_how_much_the_runs_differ(analysis):
-    gaps = np.abs(analysis.statistics[1].sentence_scores - analysis.statistics[0].sentence_scores)
-    shown = analysis.notable_examples(10)
+    statistics = analysis.detail.statistics
+    gaps = np.abs(statistics[1].sentence_scores - statistics[0].sentence_scores)
+    shown = analysis.detail.notable_examples(10)
     assert shown[0] == 4  # "p o" -> "q": the only example b gets wrong, and by most
     assert list(gaps[shown]) == sorted(gaps[shown], reverse=True)
     assert 0 not in shown and 5 not in shown  # equal in both runs
 
 
 def test_metric_options_that_differ_are_listed_and_a_s_are_used(analysis):
-    assert analysis.option_differences == ["rouge_use_stemmer: True in a, False in b"]
-    assert analysis.runs[1].config.rouge_use_stemmer is False
-    assert analysis.statistics[1].score() == pytest.approx(compute_metrics(
-        ["rouge"], HYPOTHESES_B, [[reference] for reference in REFERENCES], options=DEFAULTS).scores["rouge-1"])
+    [difference] = analysis.option_differences
+    assert difference.endswith("b: rouge_use_stemmer=False (scored with True)")
+    assert analysis.systems[1].runs[0].config.rouge_use_stemmer is False
+    expected = compute_metrics(["rouge"], HYPOTHESES_B, [[reference] for reference in REFERENCES], options=DEFAULTS)
+    assert analysis.figures[0].scores[1].score == pytest.approx(expected.scores["rouge-1"])

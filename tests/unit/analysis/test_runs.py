@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.analysis.fake_runs import write_dataset, write_run
-from textbox.analysis.runs import check_same_test_set, load_run
+from textbox.analysis.runs import load_run
 from textbox.config.errors import DataError
 
 SOURCES = ["one two", "three four five", "six"]
@@ -73,19 +73,6 @@ def test_generation_line_count_must_match_the_test_set(tmp_path, data):
     run_dir = write_run(tmp_path / "run", data, ["x", "y"])
     with pytest.raises(DataError, match="generation.txt has 2 lines but the run's test set .* has 3 examples"):
         load_run(run_dir)
-
-
-def test_runs_on_different_test_sets_cannot_be_compared(tmp_path, data):
-    run_a = load_run(write_run(tmp_path / "a", data, ["x", "y", "z"]))
-    other = write_dataset(tmp_path / "other", ["one two", "three four five", "seven"], TARGETS)
-    run_b = load_run(write_run(tmp_path / "b", other, ["x", "y", "z"]))
-    with pytest.raises(DataError, match="different test sets: example 3 differs"):
-        check_same_test_set(run_a, run_b)
-    shorter = write_dataset(tmp_path / "shorter", SOURCES[:2], TARGETS[:2])
-    run_c = load_run(write_run(tmp_path / "c", shorter, ["x", "y"]))
-    with pytest.raises(DataError, match="on 3 examples .* on 2"):
-        check_same_test_set(run_a, run_c)
-    check_same_test_set(run_a, load_run(write_run(tmp_path / "d", data, ["p", "q", "r"])))
 
 
 def test_generations_for_an_input_file_are_not_test_generations(tmp_path, data):

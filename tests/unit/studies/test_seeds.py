@@ -92,3 +92,13 @@ def test_a_used_directory_and_a_missing_count_are_user_errors(study_args, capsys
     assert "study already holds files; choose another --filename" in capsys.readouterr().err
     assert run_multi_seed.main(study_args) == 2
     assert "--multi_seed is required" in capsys.readouterr().err
+
+
+def test_a_bounded_figures_interval_stays_in_its_range():
+    """BLEU of seeds near 0 (0.0, 0.011, 0.0): the plain t-interval is [-0.036, 0.058]; BLEU is never below 0."""
+    values = [0.0, 0.0333, 0.0]
+    plain = spread(values)
+    assert plain.ci95_low is not None and plain.ci95_low < 0
+    bleu = spread(values, (0.0, 100.0))
+    assert bleu.ci95_low == 0.0 and bleu.ci95_high == pytest.approx(plain.ci95_high)
+    assert spread([99.0, 100.0, 100.0], (0.0, 100.0)).ci95_high == 100.0

@@ -37,7 +37,12 @@ class Metric:
     # files, packages, Java), or None; asked before anything is built, so that a missing resource never surfaces
     # after training.
     resources: str | None = None
+    # The range its figures can take, on the scale reported (None: unbounded on that side): intervals of a figure
+    # (bootstrap, seed studies) are kept inside it.
+    bounds: tuple[float | None, float | None] = (0.0, 100.0)
 
+
+UNBOUNDED_ABOVE = (0.0, None)
 
 _METRICS: dict[str, Metric] = {
     "bleu": Metric("bleu", "bleu", lambda o: ["bleu", *ngram_orders("bleu", o["bleu_max_ngrams"])],
@@ -47,7 +52,8 @@ _METRICS: dict[str, Metric] = {
     "chrf": Metric("sacrebleu_metrics", "chrf", lambda o: ["chrf"], "sacrebleu chrF"),
     "chrf+": Metric("sacrebleu_metrics", "chrf_plus", lambda o: ["chrf+"], "sacrebleu chrF+ (word unigrams)"),
     "chrf++": Metric("sacrebleu_metrics", "chrf_plus_plus", lambda o: ["chrf++"], "sacrebleu chrF++"),
-    "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min"),
+    "ter": Metric("sacrebleu_metrics", "ter", lambda o: ["ter"], "sacrebleu TER (lower is better)", goal="min",
+                  bounds=UNBOUNDED_ABOVE),
     "rouge": Metric("rouge", "rouge", lambda o: list(rouge_figures(o["rouge_max_ngrams"])),
                     "rouge-score F-measures: rouge-1..N, rouge-l, rouge-lsum (rouge_sentence_split), rouge-w",
                     resources="missing_resources"),
@@ -56,11 +62,11 @@ _METRICS: dict[str, Metric] = {
                      resources="missing_resources"),
     "bert_score": Metric("bertscore", "bert_score",
                          lambda o: ["bert_score-precision", "bert_score-recall", "bert_score-f1"],
-                         "BERTScore with the model at bert_score_model_path"),
+                         "BERTScore with the model at bert_score_model_path", bounds=(-100.0, 100.0)),
     "distinct": Metric("ngram_stats", "distinct", lambda o: ngram_orders("distinct", o["distinct_max_ngrams"]),
                        "distinct n-grams / all n-grams of the outputs"),
     "unique": Metric("ngram_stats", "unique", lambda o: ngram_orders("unique", o["distinct_max_ngrams"]),
-                     "number of distinct n-grams of the outputs"),
+                     "number of distinct n-grams of the outputs", bounds=UNBOUNDED_ABOVE),
     "self_bleu": Metric("self_bleu", "self_bleu", lambda o: ["self_bleu"],
                         "mean BLEU of each output against the other outputs (lower is more diverse)", goal="min"),
     "novelty": Metric("ngram_stats", "novelty", lambda o: ngram_orders("novelty", o["novelty_max_ngrams"]),
@@ -68,15 +74,17 @@ _METRICS: dict[str, Metric] = {
     "em": Metric("squad", "exact_match", lambda o: ["em"], "SQuAD exact match"),
     "qa": Metric("squad", "qa", lambda o: ["em", "f1"], "SQuAD em and f1 (TextBox's qa; multiref_strategy)"),
     "cider": Metric("coco", "cider", lambda o: ["cider"], "pycocoevalcap CIDEr-D on coco_tokenize's words, x10",
-                    resources="missing_pycocoevalcap"),
+                    resources="missing_pycocoevalcap", bounds=UNBOUNDED_ABOVE),
     "spice": Metric("coco", "spice", lambda o: ["spice"], "pycocoevalcap SPICE (Java, CoreNLP)",
                     resources="missing_spice"),
-    "nist": Metric("mteval", "nist", lambda o: ["nist"], "mteval-v13a NIST (n=5, case-insensitive)"),
+    "nist": Metric("mteval", "nist", lambda o: ["nist"], "mteval-v13a NIST (n=5, case-insensitive)",
+                   bounds=UNBOUNDED_ABOVE),
     "f1": Metric("squad", "f1", lambda o: ["f1"], "SQuAD token F1"),
     "length": Metric("length", "length", lambda o: ["length-hyp", "length-ref", "length-ratio"],
-                     "mean output and reference lengths and their ratio", goal=None),
+                     "mean output and reference lengths and their ratio", goal=None,
+                     bounds=UNBOUNDED_ABOVE),
     "perplexity": Metric("perplexity", "perplexity", lambda o: ["perplexity"], "exp of the model's loss",
-                         goal="min", needs_loss=True),
+                         goal="min", needs_loss=True, bounds=(1.0, None)),
 }
 
 # TextBox 2.0's metrics with no counterpart here, and why.
@@ -115,6 +123,27 @@ def describe_metrics() -> str:
 def metric_outputs(name: str, options: Options) -> list[str]:
     """The figure names metric ``name`` (any case) reports under ``options``; KeyError if it is unknown."""
     return _METRICS[name.lower()].figures({**DEFAULTS, **options})
+
+
+def figure_bounds(figure: str, options: Options | None = None) -> tuple[float | None, float | None]:
+    """The range a figure can take (the loss: 0 and up; a figure no metric makes: unbounded)."""
+    if figure.lower() == "loss":
+        return UNBOUNDED_ABOVE
+    settings = {**DEFAULTS, **(options or {})}
+    for metric in _METRICS.values():
+        if figure.lower() in metric.figures(settings):
+            return metric.bounds
+    return (None, None)
+
+
+def clip_interval(interval: tuple[float, float], bounds: tuple[float | None, float | None]) -> tuple[float, float]:
+    """An interval cut to a figure's range: a t-interval of a bounded figure near its bound would cross it."""
+    low, high = interval
+    if bounds[0] is not None:
+        low, high = max(low, bounds[0]), max(high, bounds[0])
+    if bounds[1] is not None:
+        low, high = min(low, bounds[1]), min(high, bounds[1])
+    return low, high
 
 
 def figure_goal(figure: str, options: Options) -> Goal:
