@@ -14,19 +14,32 @@
 # Set-up, in a fresh environment as .ci/run builds one, with CUDA torch (PyPI's Linux x86_64 torch wheel is the
 # CUDA build; the CPU build comes from the CPU index):
 #   python3 -m venv .venv-gpu && .venv-gpu/bin/pip install torch==2.13.0 -e ".[test]"
-#   PYTHON=.venv-gpu/bin/python benchmarks/gpu_check.sh
+#   PYTHON=.venv-gpu/bin/python benchmarks/gpu_check.sh        (--install-only: install the carried wheels, then stop)
 # Without package registries (the workplace's device machine): PYTHON defaults to python3, whose image holds torch,
-# transformers, accelerate and peft; wheels of the rest, carried in .whl/ (docs/testing.md), are installed to
-# /tmp/site first when that folder is there.
+# transformers, accelerate and peft; wheels of the rest (benchmarks/gpu_wheels.sh fetches them into .whl/ and
+# .whl-quantization/), where carried, are installed into $GPU_CHECK_SITE (default /tmp/site), which joins PYTHONPATH
+# whenever it exists (an earlier call on the same machine may have filled it: docs/testing.md, "On a GPU").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 RESULTS=${OUT:-$PWD/.gpu_check}
 mkdir -p "$RESULTS"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
-if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+SITE=${GPU_CHECK_SITE:-/tmp/site}
+for bundle in .whl .whl-quantization; do
+    if ls "$bundle"/*.whl >/dev/null 2>&1; then
+        if "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+                "$bundle"/*.whl; then
+            touch "$SITE/.gpu_check"  # this script's folder: only such a one joins PYTHONPATH
+        else
+            echo "gpu_check: the wheels of $bundle/ did not install (the tests that need them skip)"
+        fi
+    fi
+done
+[ -f "$SITE/.gpu_check" ] && export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+if [ "${1:-}" = "--install-only" ]; then  # a first call that only installs the wheels it carries (docs/testing.md)
+    echo "gpu_check: installed into $SITE:" && ls "$SITE"
+    exit 0
 fi
 
 check() {

@@ -32,8 +32,9 @@ import ctranslate2  # noqa: F401  before torch, as a run loads it (textbox/pipel
 from common import framework_config, median, prepare_data_and_model, print_json_line
 from train_speed import train_ours
 
-WORDS = ("red green blue cat dog bird tree house river stone light dark small big old new cold warm fast slow "
-         "book boat road hill rain snow wind sun moon star sea field").split()
+WORDS = ["red", "green", "blue", "cat", "dog", "bird", "tree", "house", "river", "stone", "light", "dark", "small",
+         "big", "old", "new", "cold", "warm", "fast", "slow", "book", "boat", "road", "hill", "rain", "snow", "wind",
+         "sun", "moon", "star", "sea", "field"]
 
 
 def parse_args() -> argparse.Namespace:
@@ -113,11 +114,9 @@ def decode_rows(config: Any, model: Any, tokenizer: Any, test: Any, args: argpar
         settings = {**settings, "max_new_tokens": args.max_new_tokens}
         reference: list[str] = []
         for engine in ("transformers", "ctranslate2"):
-            options = DecodingOptions(engine, "float32", str(cache), 0)
-
-            def run() -> list[str]:
+            def run(settings: dict[str, Any] = settings, engine: str = engine) -> list[str]:
                 return generate_texts(evaluator.accelerator, model, tokenizer, loader, dict(settings), "test",
-                                      options)
+                                      DecodingOptions(engine, "float32", str(cache), 0))
 
             texts = run()  # warm-up (CTranslate2 converts here)
             seconds = []

@@ -23,13 +23,15 @@ def cuda_ctranslate2():
     ctranslate2 = pytest.importorskip("ctranslate2")
     if ctranslate2.get_cuda_device_count() == 0:
         pytest.skip(f"this CTranslate2 ({ctranslate2.__version__}) sees no CUDA device: a build without CUDA, or "
-                    f"its CUDA libraries (cuBLAS 12) are missing")
+                    f"its CUDA runtime cannot start here")
 
 
 @pytest.mark.parametrize("search", sorted(SETTINGS))
 @pytest.mark.parametrize("kind", ["bart", "gpt2"])
 def test_ctranslate2_on_the_gpu_decodes_as_generate_on_the_gpu(cuda_ctranslate2, kind, search, trained,
-                                                               train_causal, pairs, tmp_path):
+                                                               train_causal, pairs, tmp_path, fresh_accelerate_state):
+    """The model is decoded where it lives, on the GPU, as a run decodes it (CTranslate2's converter is handed a
+    host copy: textbox.decoding.ctranslate2_cache)."""
     from textbox.decoding import ctranslate2_engine
 
     model, tokenizer = trained if kind == "bart" else train_causal(kind)

@@ -82,7 +82,7 @@ def test_qlora_trains_on_the_gpu(bitsandbytes, saved_bart, train_split, tmp_path
     keys = {"quantization": "nf4", "efficient_methods": ["lora"], "mixed_precision": "bf16"}
     built = _built(saved_bart, tmp_path, **keys)
     tokenizer = built.tokenizer
-    base = [module for module in built.model.modules() if isinstance(module, bitsandbytes.nn.Linear4bit)][0]
+    base = next(module for module in built.model.modules() if isinstance(module, bitsandbytes.nn.Linear4bit))
     frozen = base.weight.data.clone()
     adapter = {name: p.detach().clone() for name, p in built.model.named_parameters() if p.requires_grad}
     assert adapter and all("lora_" in name for name in adapter)
