@@ -3,9 +3,9 @@
 # from the repository root, offline. It prints
 #   1. the machine: nvidia-smi, python, torch and its CUDA, the packages the GPU paths need (a missing one is named:
 #      the tests that need it skip, saying so);
-#   2. the GPU tests: pytest -m cuda over the whole suite (fp16/bf16 training, CTranslate2 on CUDA against generate,
-#      NF4/INT8 loading and QLoRA, SDPA/flash attention against eager, --gpu_id, sharded training), with every skip's
-#      reason and the slowest durations;
+#   2. the GPU tests: pytest -m cuda over the files that hold them (fp16/bf16 training, CTranslate2 on CUDA against
+#      generate, NF4/INT8 loading and QLoRA, SDPA/flash attention against eager, --gpu_id, sharded training), with
+#      every skip's reason and the slowest durations;
 #   3. the speed table: benchmarks/gpu_speed.py (training steps/s fp32, bf16, fp16; decoding sentences/s of
 #      transformers and CTranslate2, greedy and beam), with ratios.
 # Everything also goes to $OUT (or .gpu_check/ where OUT is unset): gpu_check.log, cuda_tests.xml, gpu_speed.json.
@@ -74,8 +74,13 @@ for name, why in [("transformers", "models"), ("accelerate", "the Trainer's devi
 EOF
     echo
     echo "== 2. the GPU tests: pytest -m cuda"
-    # --continue-on-collection-errors: a test module that imports a package missing here must not stop the others
-    timeout 330 "$PYTHON" -m pytest tests -m cuda -q -rs --durations=15 -p no:cacheprovider \
+    # Only the files that hold cuda tests are collected: quicker than the whole suite, and a module elsewhere that
+    # imports a package missing here (ray, hyperopt, ...) cannot fail the check. --continue-on-collection-errors: nor
+    # can one of these stop the others.
+    local files
+    mapfile -t files < <(grep -rlE "mark\.cuda" tests --include="test_*.py" | sort)
+    echo "${#files[@]} files: ${files[*]}"
+    timeout 330 "$PYTHON" -m pytest "${files[@]}" -m cuda -q -rs --durations=15 -p no:cacheprovider \
         --continue-on-collection-errors --junitxml="$RESULTS/cuda_tests.xml"
     local tests=$?
     [ $tests -eq 124 ] && echo "pytest -m cuda: stopped after 330 s"

@@ -132,8 +132,8 @@ def decode_rows(config: Any, model: Any, tokenizer: Any, test: Any, args: argpar
 
 
 def table(device: str, train: list[dict[str, Any]], decode: list[dict[str, Any]]) -> str:
-    lines = [f"training ({device}): steps/s, ratio to fp32", "| precision | steps/s | target tokens/s | ratio | last loss |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [f"training ({device}): steps/s, ratio to fp32",
+             "| precision | steps/s | target tokens/s | ratio | last loss |", "|---|---:|---:|---:|---:|"]
     base = train[0]["steps_per_s"]
     lines += [f"| {row['precision']} | {row['steps_per_s']:.1f} | {row['target_tokens_per_s']:.0f} | "
               f"{row['steps_per_s'] / base:.2f} | {row['last_loss']:.3f} |" for row in train]
