@@ -40,7 +40,7 @@ def cuda_trainer(tokenizer, tiny_model, make_accelerator, tmp_path):
         run_dir.mkdir(exist_ok=True)
         handlers = [GradScalerKwargs(**scaler)] if scaler else None
         accelerator = make_accelerator(cpu=False, mixed_precision=precision, kwargs_handlers=handlers)
-        config = trainer_config(mixed_precision=precision, max_steps=STEPS, **changes)
+        config = trainer_config(**{"mixed_precision": precision, "max_steps": STEPS, **changes})
         run = RunContext(config, accelerator, run_dir, logging.getLogger("textbox.tests"))
         return Trainer(TrainerContext(run, tiny_model(), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id)))
 
