@@ -30,7 +30,25 @@ SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
 def pytest_configure(config):
     # slow is declared in pyproject.toml; cuda here, beside the tests' other set-up
-    config.addinivalue_line("markers", "cuda: needs CUDA GPUs (skipped, with the reason, where there are too few)")
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped, with the reason, where there is none or "
+                                       "too few); benchmarks/gpu_check.sh runs them")
+
+
+def pytest_runtest_setup(item):
+    """A test marked cuda skips, saying why, where no CUDA device is visible: torch is asked only when such a test
+    is about to run, so collecting them costs nothing (a test that needs more, e.g. 2 GPUs, adds its own skipif)."""
+    if item.get_closest_marker("cuda") is not None and (reason := _no_cuda_reason()):
+        pytest.skip(reason)
+
+
+def _no_cuda_reason() -> str | None:
+    import torch
+
+    if torch.version.cuda is None:
+        return f"needs CUDA: this torch ({torch.__version__}) is a CPU-only build"
+    if not torch.cuda.is_available():
+        return "needs CUDA: no CUDA device is visible"
+    return None
 
 
 @pytest.fixture

@@ -117,11 +117,13 @@ def tiny_bart_config(tokenizer: Any = None, **changes: Any) -> Any:
 
 def offline_env(**extra: str) -> dict[str, str]:
     """The environment of a test's subprocess: this process's, offline (the hub and datasets), one thread,
-    tokenizers without their thread pool, the project importable (PYTHONPATH); ``extra`` over it."""
+    tokenizers without their thread pool, the project importable (first on PYTHONPATH, whose other folders stay: a
+    GPU machine's packages may live there, benchmarks/gpu_check.sh); ``extra`` over it."""
     # One thread: tiny models gain nothing from two, and on a busy 2-core machine two threads spin-wait on each
     # other (a tiny model's step took ~1 s with 2 threads and ~30 ms with 1).
     return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT_ROOT), **extra}
+            "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), **extra}
 
 
 def run_script(args: list[str], cwd: Path, timeout: int = 900, env: dict | None = None,

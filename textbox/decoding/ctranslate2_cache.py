@@ -27,7 +27,9 @@ Chinese BART and GPT-2 checkpoints ship) is given, on the converter's copy, the 
 generation config names: the end token ``generate`` stops at, and a start token the engine never decodes from
 here (the framework passes the decoder start token or the prompt itself).
 
-The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place). Fields
+The converter is given a deep copy of the model (its int8 quantisation rewrites the weights in place), on the
+CPU: it reads each weight's bytes at its address in host memory, so a model decoded on a GPU is copied to the host
+(and only there: the GPU holds no second copy). Fields
 transformers 5 dropped but the converter reads (``normalize_before``, ``normalize_embedding``: whether the
 architecture normalises before each block and after the embeddings) are set on that copy's config; the model's
 own config is left alone.
@@ -296,14 +298,24 @@ def decoder_start_token(directory: Path) -> str | None:
 def _as_converter_sees_it(model: PreTrainedModel) -> PreTrainedModel:
     """A copy of ``model`` whose config carries the fields the converter reads. A deep copy: quantising
     (int8) rewrites the weights it is given in place (measured: the decoded model's embeddings and projections
-    changed), and the model being decoded must stay as it is."""
-    seen = copy.deepcopy(model)
+    changed), and the model being decoded must stay as it is. On the CPU: CTranslate2's converter reads each
+    tensor's bytes at its address as host memory (ctranslate2.specs.model_spec.PyTorchVariable.to_bytes), which for
+    a weight on a GPU is a device address; the weights a GPU holds are copied straight to the host (shared ones
+    once: tied weights stay tied)."""
+    on_device = {id(tensor): _host_copy(tensor) for tensor in [*model.parameters(), *model.buffers()]
+                 if tensor.device.type != "cpu"}
+    seen = copy.deepcopy(model, on_device)  # the memo hands deepcopy the host copies in place of the GPU's tensors
     for name, value in _DROPPED_FIELDS.get(seen.config.model_type, {}).items():
         if not hasattr(seen.config, name):
             setattr(seen.config, name, value)
     if seen.config.model_type in _SCALES_DECODER_OUTPUTS:
         seen.config.tie_word_embeddings = bool(getattr(seen.config, "scale_decoder_outputs", False))
     return seen
+
+
+def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
+    copied = tensor.detach().to("cpu", copy=True)
+    return torch.nn.Parameter(copied, tensor.requires_grad) if isinstance(tensor, torch.nn.Parameter) else copied
 
 
 def end_token_missing(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> str | None:

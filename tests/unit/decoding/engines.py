@@ -15,8 +15,9 @@ from textbox.decoding.generate import generate_sequences
 from textbox.config.families import is_decoder_only_model
 
 
-def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, **config: Any) -> Any:
-    """An Evaluator for ``model``'s kind (decoder-only batches carry left-padded prompts)."""
+def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, cpu: bool = True, **config: Any) -> Any:
+    """An Evaluator for ``model``'s kind (decoder-only batches carry left-padded prompts); on the CPU unless
+    ``cpu`` is False (then on the GPU, where its loader puts the batches)."""
     from accelerate import Accelerator
 
     from textbox.data.collate import CausalLMCollator
@@ -24,7 +25,7 @@ def evaluator(model: Any, tokenizer: Any, batch_size: int = 16, **config: Any) -
     from textbox.evaluator.evaluator import Evaluator
 
     collator = CausalLMCollator(tokenizer) if is_decoder_only_model(model) else Seq2SeqCollator(tokenizer.pad_token_id)
-    return Evaluator(Config({**DEFAULTS, "eval_batch_size": batch_size, **config}), Accelerator(cpu=True), tokenizer,
+    return Evaluator(Config({**DEFAULTS, "eval_batch_size": batch_size, **config}), Accelerator(cpu=cpu), tokenizer,
                      collator)
 
 
@@ -36,9 +37,10 @@ def examples(model: Any, tokenizer: Any, sources: list[str]) -> list[dict[str, A
 
 
 def decode(model: Any, tokenizer: Any, sources: list[str], settings: dict[str, Any], backend: str, cache: Path,
-           batch_size: int = 16) -> list[str]:
-    """Every returned text (num_return_sequences per example, in dataset order) through generate_sequences."""
-    built = evaluator(model, tokenizer, batch_size)
+           batch_size: int = 16, cpu: bool = True) -> list[str]:
+    """Every returned text (num_return_sequences per example, in dataset order) through generate_sequences, on the
+    GPU where ``cpu`` is False."""
+    built = evaluator(model, tokenizer, batch_size, cpu=cpu)
     loader = built.loader(examples(model, tokenizer, sources))
     sequences = generate_sequences(built.accelerator, model, tokenizer, loader, dict(settings), "test",
                                    DecodingOptions(backend, "float32", str(cache), 0))

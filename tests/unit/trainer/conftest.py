@@ -55,7 +55,8 @@ def tiny_model(tokenizer) -> Callable[..., torch.nn.Module]:
 
 @pytest.fixture
 def make_accelerator() -> Callable[..., Any]:
-    """A fresh CPU Accelerator (accelerate keeps process-wide state: reset before and after each test)."""
+    """A fresh Accelerator, on the CPU unless cpu=False (accelerate keeps process-wide state: reset before and after
+    each test)."""
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState, GradientState
 
@@ -63,9 +64,9 @@ def make_accelerator() -> Callable[..., Any]:
         AcceleratorState._reset_state(reset_partial_state=True)
         GradientState._reset_state()
 
-    def make(**kwargs: Any) -> Accelerator:
+    def make(cpu: bool = True, **kwargs: Any) -> Accelerator:
         reset()
-        return Accelerator(cpu=True, **kwargs)
+        return Accelerator(cpu=cpu, **kwargs)
 
     yield make
     reset()
@@ -73,16 +74,18 @@ def make_accelerator() -> Callable[..., Any]:
 
 @pytest.fixture
 def make_trainer(tmp_path, tokenizer, tiny_model, make_accelerator) -> Callable[..., Any]:
-    """make_trainer(mixed_precision=..., model=..., **config_changes) -> Trainer writing under tmp_path/run."""
+    """make_trainer(mixed_precision=..., model=..., accelerator=..., **config_changes) -> Trainer writing under
+    tmp_path/run; its Accelerator is a fresh CPU one of that precision unless one is given."""
     from textbox.data.collate import Seq2SeqCollator
     from textbox.trainer.context import RunContext, TrainerContext
     from textbox.trainer.loop import Trainer
 
-    def make(mixed_precision: str = "no", model: torch.nn.Module | None = None, **changes: Any) -> Trainer:
+    def make(mixed_precision: str = "no", model: torch.nn.Module | None = None, accelerator: Any = None,
+             **changes: Any) -> Trainer:
         run_dir = tmp_path / "run"
         run_dir.mkdir(exist_ok=True)
         config = trainer_config(mixed_precision=mixed_precision, **changes)
-        run = RunContext(config, make_accelerator(mixed_precision=mixed_precision), run_dir,
+        run = RunContext(config, accelerator or make_accelerator(mixed_precision=mixed_precision), run_dir,
                          logging.getLogger("textbox.tests"))
         return Trainer(TrainerContext(run, model or tiny_model(), tokenizer, Seq2SeqCollator(tokenizer.pad_token_id)))
 
