@@ -63,7 +63,7 @@ def wants_template(values: Mapping[str, Any]) -> bool:
 
 def problems(values: Mapping[str, Any], decoder_only: bool, where: Callable[[str], str]) -> list[str]:
     """The chat keys' problems before anything is built (the family table refuses them for encoder-decoders)."""
-    found = []
+    found: list[str] = []
     if values["data_format"] == "messages" and not decoder_only:
         return [f"{where('data_format')}=messages holds chat turns, which only a decoder-only model with a chat "
                 f"template reads; use --data_format=alpaca or json for an encoder-decoder"]

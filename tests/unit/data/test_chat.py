@@ -174,3 +174,27 @@ def test_chat_keys_are_checked_before_anything_is_built(tmp_path, styled):
     assert "neither a file nor a Jinja template" in chat.problems({**values, "chat_template": "nofile.jinja"},
                                                                   True, where)[0]
     assert "only a decoder-only model" in chat.problems({**values, "data_format": "messages"}, False, where)[0]
+
+
+def test_a_command_line_asking_for_a_template_the_checkpoint_lacks_is_one_problem(tmp_path):
+    """Checked with the rest of the configuration, before anything is built; an encoder-decoder refuses the keys."""
+    from textbox.checks import load_checked_config
+    from tests.chat_helpers import tiny_chat_model
+
+    tokenizer = chat_tokenizer(TEXTS, tmp_path / "tok", "llama3")
+    plain = tmp_path / "plain-llama"
+    tiny_chat_model("llama3", tokenizer).save_pretrained(plain)
+    tokenizer.chat_template = None  # a base model's tokenizer
+    tokenizer.save_pretrained(plain)
+    with pytest.raises(ConfigError) as refused:
+        load_checked_config([f"--model_path={plain}", "--model=llama", "--use_chat_template=True"])
+    assert refused.value.problems == [
+        f"--use_chat_template=True needs a chat template, but the tokenizer of --model_path={plain} has none: give "
+        f"one with --chat_template=<file or template>"]
+    (tmp_path / "chatml.jinja").write_text("{{ messages }}")
+    config = load_checked_config([f"--model_path={plain}", "--model=llama", "--use_chat_template=True",
+                                  f"--chat_template={tmp_path / 'chatml.jinja'}"])
+    assert config.use_chat_template is True
+    with pytest.raises(ConfigError) as refused:
+        load_checked_config(["--model=transformer", "--system_prompt=be brief"])
+    assert [problem.split(" renders")[0] for problem in refused.value.problems] == ["--system_prompt"]
