@@ -50,7 +50,14 @@ def conversation(source: str, context: Sequence[Message] | None, system_prompt: 
 
 def render(tokenizer: PreTrainedTokenizerBase, turns: Sequence[Message], generation_prompt: bool) -> str:
     """The template's text of ``turns`` (with the generation prompt after them when ``generation_prompt``)."""
-    text = tokenizer.apply_chat_template(list(turns), tokenize=False, add_generation_prompt=generation_prompt)
+    from jinja2 import TemplateError
+
+    try:
+        text = tokenizer.apply_chat_template(list(turns), tokenize=False, add_generation_prompt=generation_prompt)
+    except TemplateError as error:  # the template's own raise_exception (a role it refuses), or broken Jinja
+        roles = ", ".join(turn["role"] for turn in turns)
+        raise ConfigError([f"the chat template cannot render a conversation of turns {roles}: {error}; give "
+                           f"another with --chat_template (or --use_chat_template=False)"]) from error
     if not isinstance(text, str):
         raise ConfigError([f"the chat template rendered {type(text).__name__}, not text"])
     return text

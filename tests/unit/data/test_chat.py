@@ -198,3 +198,15 @@ def test_a_command_line_asking_for_a_template_the_checkpoint_lacks_is_one_proble
     with pytest.raises(ConfigError) as refused:
         load_checked_config(["--model=transformer", "--system_prompt=be brief"])
     assert [problem.split(" renders")[0] for problem in refused.value.problems] == ["--system_prompt"]
+
+
+def test_a_template_that_refuses_a_turn_is_one_problem_naming_it(styled):
+    _, tokenizer = styled
+    refusing = "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}" \
+               "{% endif %}{{ m['content'] }}{% endfor %}"
+    template, tokenizer.chat_template = tokenizer.chat_template, refusing
+    try:
+        with pytest.raises(ConfigError, match="turns system, user: no system role; give another"):
+            encode_examples(tokenizer, ["hi"], ["yo"], None, Layout(system_prompt="be brief"), 50, 8, "tail")
+    finally:
+        tokenizer.chat_template = template
