@@ -61,7 +61,7 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
     tokenizer_digest = tokenizer_fingerprint(tokenizer)
     head = source_head(tokenizer, config)  # a Marian target language token, or nothing
     templated = uses_chat_template(config, tokenizer)
-    if templated:
+    if templated and splits:
         log("chat template: sources are user turns, targets assistant turns (the loss on the assistant's tokens)")
     tokenized = {}
     for name, split in splits.items():
