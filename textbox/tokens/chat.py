@@ -75,12 +75,10 @@ def problems(values: Mapping[str, Any], decoder_only: bool, where: Callable[[str
         except TextBoxUserError as error:
             found.append(f"{where('chat_template')}: {error}")
     if values["use_chat_template"] is False:
-        for key, reason in (("system_prompt", "a system turn of the chat template"),
-                            ("chat_template", "a chat template"), ("data_format", "chat turns (messages)")):
-            if values[key] is not None and (key != "data_format" or values[key] == "messages"):
-                found.append(f"{where(key)} is {reason}, but {where('use_chat_template')}=False renders no "
-                             f"template: drop one of them")
-        return found
+        needing = [key for key in ("system_prompt", "chat_template") if values[key] is not None]
+        needing += ["data_format"] if values["data_format"] == "messages" else []
+        return found + [f"{where(key)} is read through a chat template, but {where('use_chat_template')}=False "
+                        f"renders none: drop one of them" for key in needing]
     if values["chat_template"] is None and wants_template(values) and \
             saved_template(values["model_path"]) is False:
         key, asked = (("use_chat_template", "=True") if values["use_chat_template"] is True

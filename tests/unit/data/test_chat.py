@@ -169,7 +169,7 @@ def test_chat_keys_are_checked_before_anything_is_built(tmp_path, styled):
     assert chat.problems({**values, "data_format": "messages"}, True, where)[0].startswith("--data_format=messages")
     assert chat.problems({**values, "use_chat_template": True, "chat_template": "{{ x }}"}, True, where) == []
     assert chat.problems({**values, "model_path": str(templated), "system_prompt": "hi"}, True, where) == []
-    assert "renders no template" in chat.problems({**values, "use_chat_template": False, "system_prompt": "hi"},
+    assert "=False renders none" in chat.problems({**values, "use_chat_template": False, "system_prompt": "hi"},
                                                   True, where)[0]
     assert "neither a file nor a Jinja template" in chat.problems({**values, "chat_template": "nofile.jinja"},
                                                                   True, where)[0]
