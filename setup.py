@@ -27,6 +27,7 @@ setup(
         "xxhash>=3.0",  # the CTranslate2 conversion cache's key: the weights hashed at memory speed
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
         "sentencepiece>=0.2",  # M2M100 and Marian tokenizers read sentencepiece models (--model=m2m_100, marian)
+        "jinja2>=3.1",  # chat templates (apply_chat_template renders them; textbox/data/chat.py names their errors)
     ],
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "quantization": ["bitsandbytes>=0.45"],  # --quantization=int8|nf4|fp4 (CPU and CUDA)

@@ -24,7 +24,7 @@ RNN_MODEL_TYPE = "textbox_rnn"  # config.json's model_type of an RNN checkpoint;
 # runs each: a Translator (encoder-decoder) or a Generator (decoder-only). A family's ``ctranslate2`` says whether
 # CTranslate2 may run it at all; the checkpoint's model_type decides in the end.
 CTRANSLATE2_TRANSLATOR_TYPES = ("bart", "mbart", "t5", "mt5", "marian", "pegasus", "m2m_100")
-CTRANSLATE2_GENERATOR_TYPES = ("gpt2", "opt", "llama")
+CTRANSLATE2_GENERATOR_TYPES = ("gpt2", "opt", "llama", "qwen2")
 
 # Checkpoint detection (textbox.config.checkpoint_family): a config.json's model_type -> the --model name it is.
 # Types not listed are placed by the generic rules: is_encoder_decoder, then the head its architectures name.

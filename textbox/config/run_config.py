@@ -23,14 +23,14 @@ _CHECKPOINT_NAME = re.compile(rf"{BEST_CHECKPOINT}|{LAST_CHECKPOINT}|checkpoint-
 # effect (weights, config, tokenizer, merged or separate adapter), so testing it takes none of them again.
 MODEL_BUILDING = ("config_kwargs", "tokenizer_kwargs", "from_scratch", "decoder_model_path", "efficient_methods",
                   "efficient_kwargs", "efficient_unfreeze_model", "tokenizer_add_tokens", "quantization",
-                  "double_quantization", "quantization_compute_dtype")
+                  "double_quantization", "quantization_compute_dtype", "chat_template")
 # Keys that name a run rather than describe it: never taken from another run's config.yaml.
 RUN_IDENTITY = ("filename", "resume", "saved_dir", "config_files")
 # Testing or generating from <run>/checkpoint_*: what the model reads and writes follows the run that trained it
 # (the checkpoint holds the weights, config_kwargs and tokenizer already; the data, metrics and optimiser are
 # this command's own).
 CHECKPOINT_SETTINGS = ("model", "src_len", "tgt_len", "truncate", "prefix_prompt", "suffix_prompt",
-                       "generation_kwargs", "src_lang", "tgt_lang")
+                       "generation_kwargs", "src_lang", "tgt_lang", "use_chat_template", "system_prompt")
 # The data a run's checkpoint is tested on, unless the command names other data (DATA_NAMING): a checkpoint trained
 # on samsum is tested on samsum, not on the built-in default dataset.
 CHECKPOINT_DATA = ("dataset", "data_path", "catalogue", "data_format", "hub_name", "hub_subset", "split_names",

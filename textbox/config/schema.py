@@ -210,8 +210,12 @@ class Data:
     data_format: str = key(
         "auto",
         "plain ({split}.src/.tgt), json, jsonl, csv, parquet, hub (a datasets hub id; with a catalogue --dataset and "
-        "no hub_name, its original hub dataset) or disk (a DatasetDict.save_to_disk folder); auto picks by files.",
-        ("auto", "plain", "json", "jsonl", "csv", "parquet", "hub", "disk"))
+        "no hub_name, its original hub dataset) or disk (a DatasetDict.save_to_disk folder); auto picks by files. "
+        "Instruction data: alpaca ({split}.json or .jsonl rows of instruction, input, output: source = instruction, "
+        "a blank line and the input when there is one; target = output) and messages ({split}.jsonl rows "
+        "{\"messages\": [{\"role\": ..., \"content\": ...}, ...]}: a multi-turn chat read through the chat "
+        "template, the loss on every assistant turn; tested on its last assistant turn). Never auto-detected.",
+        ("auto", "plain", "json", "jsonl", "csv", "parquet", "hub", "disk", "alpaca", "messages"))
     hub_name: str | None = key(None, "Hub dataset id for data_format=hub (needs network).")
     hub_subset: str | None = key(None, "Hub dataset configuration name for data_format=hub.")
     split_names: dict[str, str] = key(
@@ -238,6 +242,20 @@ class Data:
     suffix_prompt: str | None = key(
         None,
         "Text appended verbatim to every source (include the separating space); never truncated.")
+    use_chat_template: bool | str = key(
+        "auto",
+        "Decoder-only models: render each example through the tokenizer's chat template (source = the user turn, "
+        "target = the assistant turn, the loss on the assistant's tokens; at test time the prompt ends with the "
+        "template's generation prompt). auto = when the tokenizer (or --chat_template) has one, True = always (an "
+        "error without one), False = never (source eos target eos, as for a base LM).",
+        ("auto", True, False))
+    chat_template: str | None = key(
+        None,
+        "Decoder-only models: the chat template to use (a Jinja file path, or the template itself), set on the "
+        "tokenizer and saved with it, so that its checkpoints keep it.")
+    system_prompt: str | None = key(
+        None,
+        "Decoder-only models with a chat template: a system turn put before every conversation that has none.")
     cache_dir: str = key(
         ".cache/textbox",
         "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")

@@ -86,7 +86,10 @@ def _sort_keys(source_lengths: np.ndarray, target_lengths: np.ndarray,
 
 def filler(example: Example) -> Example:
     """``example`` with every target token ignored: a batch member that adds nothing to the loss."""
-    return {**example, "labels": [IGNORE_INDEX] * len(example["labels"])}
+    ignored: Example = {**example, "labels": [IGNORE_INDEX] * len(example["labels"])}
+    if "prompt_labels" in example:  # a chat example's earlier assistant turns (textbox.data.chat)
+        ignored["prompt_labels"] = [IGNORE_INDEX] * len(example["prompt_labels"])
+    return ignored
 
 
 def _rounded_up(batches: list[list[int]], count: int, num_processes: int) -> list[list[int]]:

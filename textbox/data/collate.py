@@ -14,6 +14,7 @@ import torch
 
 from textbox.config.families import is_decoder_only
 from textbox.data.denoising import DenoisingCollator
+from textbox.tokens.chat import templating
 from textbox.utils.labels import IGNORE_INDEX
 from textbox.utils.padding import right_padded
 
@@ -30,7 +31,7 @@ def make_collator(config: Config, tokenizer: PreTrainedTokenizerBase
     if config.pretrain_task == "denoising":
         return DenoisingCollator(config, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
     if is_decoder_only(config.model):
-        return CausalLMCollator(tokenizer)
+        return CausalLMCollator(tokenizer, templated=templating(config, tokenizer))
     return Seq2SeqCollator(tokenizer.pad_token_id)
 
 
@@ -81,17 +82,25 @@ class CausalLMCollator:
     Padding positions are found from lengths, never from the pad id, which may equal eos. Evaluation fillers (labels
     all -100, see textbox.data.batching.EvalExamples) keep their length with padding tokens in the target part, and
     add nothing to the loss.
+
+    ``templated``: the examples were rendered through a chat template (textbox.data.chat): the source is the prompt
+    as the template writes it, ending with its generation prompt, so no separator is added; an example's
+    ``prompt_labels`` (earlier assistant turns) label the source part.
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, templated: bool = False):
         if tokenizer.eos_token_id is None:
             raise ValueError("CausalLMCollator needs a tokenizer with an eos token (it separates and ends targets)")
         self.eos_token_id = int(tokenizer.eos_token_id)
         self.pad_token_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_token_id)
+        self.templated = templated
 
     def prompt(self, source: Sequence[int]) -> list[int]:
-        """The source followed by the separating eos (not repeated when the source already ends with it)."""
+        """The source followed by the separating eos (not repeated when the source already ends with it); a
+        templated source as it is."""
         tokens = [int(token) for token in source]
+        if self.templated:
+            return tokens
         return tokens if tokens and tokens[-1] == self.eos_token_id else [*tokens, self.eos_token_id]
 
     def __call__(self, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
@@ -114,6 +123,8 @@ class CausalLMCollator:
                                                           target_tensor)
             attention_mask[row, :end] = 1
             labels[row, len(source):end] = target_tensor
+            if "prompt_labels" in examples[row]:  # a chat example's earlier assistant turns
+                labels[row, :len(source)] = torch.tensor(examples[row]["prompt_labels"], dtype=torch.long)
             prompt_ids[row, prompt_length - len(source):] = torch.tensor(source, dtype=torch.long)
             prompt_attention_mask[row, prompt_length - len(source):] = 1
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,

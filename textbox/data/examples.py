@@ -16,6 +16,7 @@ class Example(TypedDict, total=False):
 
     input_ids: list[int]
     labels: list[int]
+    prompt_labels: list[int]  # chat-templated examples only: labels of input_ids' earlier assistant turns, else -100
     index: int  # evaluation only: its position in the split (textbox.data.batching.EvalExamples)
 
 

@@ -20,6 +20,7 @@ from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
 from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
+from textbox.data.instructions import instruction_file, read_alpaca, read_messages
 from textbox.data.split import Split
 from textbox.data.tables import RawSplit, columns, read_disk, read_hub
 from textbox.utils import checksums, leases
@@ -31,6 +32,7 @@ SPLITS = ("train", "valid", "test")
 TABULAR_BUILDERS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}  # format -> builder
 QUICK_TEST_EXAMPLES = 32
 COLUMN_KEYS = ("src_field", "tgt_field")  # read by the tabular, hub and disk readers only
+INSTRUCTION_FORMATS = ("alpaca", "messages")  # fixed fields: textbox.data.instructions
 HUB_KEYS = ("hub_name", "hub_subset", "split_names")  # read by the hub reader only (split_names: disk too)
 TABLES_RECORD = "textbox_checksums.json"  # datasets' tables of a file: sizes and checksums (textbox.utils.checksums)
 
@@ -67,11 +69,27 @@ def read_splits(config: Config, names: Sequence[str] = SPLITS,
     directory, data_format = locate_data(config, names, log)
     splits = {}
     for name in names:
-        split = _check(name, _read_raw(config, data_format, directory, name, log))
+        if data_format in INSTRUCTION_FORMATS:
+            split = _read_instructions(config, data_format, directory, name, log)
+        else:
+            split = _check(name, _read_raw(config, data_format, directory, name, log))
         if config.group_references and name != "train":
             split = group_references(split)
         splits[name] = _first_examples(split, config.quick_test)
     return splits
+
+
+def _read_instructions(config: Config, data_format: str, directory: Path, name: str,
+                       log: Callable[[str], None]) -> Split:
+    """An alpaca or messages split (textbox.data.instructions), its file read through datasets' cache."""
+    path = instruction_file(directory, name, data_format)
+    cache_dir = Path(config.cache_dir) / "datasets" / _content_digest(path)
+    with leases.exclusive(cache_dir.with_name(f"{cache_dir.name}{leases.LOCK_SUFFIX}")):  # see _cached_table
+        table = _cached_table(path, "json", name, cache_dir, {}, log)
+    if table.num_rows == 0:
+        raise DataError(f"{path} has no rows")
+    read = read_alpaca if data_format == "alpaca" else read_messages
+    return read(path, name, table.to_list())
 
 
 def read_source_only_splits(config: Config, names: Sequence[str],
@@ -80,6 +98,9 @@ def read_source_only_splits(config: Config, names: Sequence[str],
     ``src_field`` column otherwise), each source its own target; quick_test applies as usual. What denoising
     pre-training (textbox.data.denoising) reads."""
     directory, data_format = locate_data(config, names, log)
+    if data_format in INSTRUCTION_FORMATS:
+        raise DataError(f"denoising pre-training reads sources alone, and data_format={data_format} holds "
+                        f"instructions and their answers: give plain <split>.src files or a json/csv/parquet column")
     splits = {}
     for name in names:
         if data_format == "plain":
@@ -116,7 +137,11 @@ def key_problems(config: Config) -> list[str]:
                 f"{config['data_format']}: set --data_format=hub or remove {key}" for key in given
                 if key in HUB_KEYS and key not in read_here]
     columns = [key for key in given if key in COLUMN_KEYS]
-    if columns and _resolved_format(config) == "plain":
+    if columns and config["data_format"] in INSTRUCTION_FORMATS:
+        fields = "instruction, input and output" if config["data_format"] == "alpaca" else "messages"
+        problems += [f"{config.where(key)} names a column, but data_format={config['data_format']} reads its fixed "
+                     f"fields ({fields}): remove {key}" for key in columns]
+    elif columns and _resolved_format(config) == "plain":
         problems += [f"{config.where(key)} names a column of json/jsonl/csv/parquet/hub data, but "
                      f"{dataset_directory(config)} holds plain files (<split>.src and <split>.tgt: one source or "
                      f"target per line, no columns): remove {key}" for key in columns]
@@ -167,8 +192,7 @@ def group_references(split: Split) -> Split:
 def _first_examples(split: Split, quick_test: bool | int) -> Split:
     if quick_test is False:
         return split
-    limit = QUICK_TEST_EXAMPLES if quick_test is True else quick_test
-    return Split(split.name, split.sources[:limit], split.targets[:limit])
+    return split.first(QUICK_TEST_EXAMPLES if quick_test is True else quick_test)
 
 
 def _read_raw(config: Config, data_format: str, directory: Path, name: str,

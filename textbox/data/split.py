@@ -3,15 +3,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+Message = dict[str, str]  # one chat turn: {"role": "system" | "user" | "assistant", "content": text}
+
 
 @dataclass
 class Split:
     """Examples of one split, in file order. ``targets[i]`` holds one or more references of example i;
-    training and the validation loss use the first one, metrics use all of them."""
+    training and the validation loss use the first one, metrics use all of them.
+
+    ``contexts`` (messages data only, textbox.data.instructions): example i's turns before its last assistant turn,
+    whose content is ``targets[i][0]``; ``sources[i]`` is then its last user turn, what logs and result files show.
+    """
 
     name: str
     sources: list[str]
     targets: list[list[str]]
+    contexts: list[list[Message]] | None = None
 
     def __len__(self) -> int:
         return len(self.sources)
+
+    def first(self, count: int) -> Split:
+        """The first ``count`` examples."""
+        return Split(self.name, self.sources[:count], self.targets[:count],
+                     None if self.contexts is None else self.contexts[:count])

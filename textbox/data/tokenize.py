@@ -12,7 +12,9 @@ language's code where the source has its own, Marian switches to its target voca
 as any text) and keep their special tokens, the final eos included, within ``tgt_len``.
 For a decoder-only model (textbox.model.causal_lm), which reads source and target as one sequence, a target is
 its text tokens without special tokens (no <s> between source and target) followed by eos, within ``tgt_len``;
-the source is encoded as for any other model, within ``src_len``.
+the source is encoded as for any other model, within ``src_len``. With a chat template (textbox.tokens.chat says
+when) a decoder-only model's example is rendered through it instead (textbox.data.chat), and has a third column,
+``prompt_labels``.
 
 The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
 releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
@@ -33,7 +35,9 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
 from textbox.config.loader import Config
+from textbox.data.chat import Layout, encode_examples
 from textbox.data.split import Split
+from textbox.tokens.chat import templating
 from textbox.tokens.languages import source_head
 from textbox.utils import checksums
 from textbox.utils.atomic import atomic_directory
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
 
 CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
+COLUMNS = ("input_ids", "labels")
+CHAT_COLUMNS = ("input_ids", "labels", "prompt_labels")  # prompt_labels: earlier assistant turns' (textbox.data.chat)
 RECORD = "textbox_checksums.json"  # an entry's files, their sizes and checksums: written last (textbox.utils.checksums)
 
 
@@ -54,14 +60,17 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
 
     tokenizer_digest = tokenizer_fingerprint(tokenizer)
     head = source_head(tokenizer, config)  # a Marian target language token, or nothing
+    templated = uses_chat_template(config, tokenizer)
+    if templated and splits:
+        log("chat template: sources are user turns, targets assistant turns (the loss on the assistant's tokens)")
     tokenized = {}
     for name, split in splits.items():
-        key = cache_key(config, split, tokenizer_digest, head)
+        key = cache_key(config, split, tokenizer_digest, head, templated)
         path = Path(config.cache_dir) / "tokenized" / f"{name}-{key}"
-        cached = _cached(path, split, log)
+        cached = _cached(path, split, log, templated)
         if cached is None:
             with atomic_directory(path) as staging:
-                _tokenize(config, split, tokenizer, head, path.name).save_to_disk(str(staging))
+                _tokenize(config, split, tokenizer, head, path.name, templated).save_to_disk(str(staging))
                 checksums.write_record(staging, RECORD)
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
             cached = datasets.load_from_disk(str(path))
@@ -69,7 +78,13 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
     return tokenized
 
 
-def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.Dataset | None":
+def uses_chat_template(config: Config, tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether this run's examples are rendered through the chat template (decoder-only models only)."""
+    return decoder_only(config) and templating(config, tokenizer)
+
+
+def _cached(path: Path, split: Split, log: Callable[[str], None],
+            templated: bool = False) -> "datasets.Dataset | None":
     """The cache entry at ``path`` when it is there and whole: its files hold the bytes written, it loads, with its
     two columns and one row per example. A damaged one (a truncated, missing or overwritten file, as a failing disk
     or a partial copy leaves it) is reported and None returned, so that it is rebuilt instead of failing every later
@@ -87,9 +102,10 @@ def _cached(path: Path, split: Split, log: Callable[[str], None]) -> "datasets.D
     except (OSError, ValueError) as error:  # what pyarrow and datasets raise for missing or unreadable files
         log(f"the tokenized cache entry {path} is damaged ({type(error).__name__}: {error}); tokenizing again")
         return None
-    if data.column_names != ["input_ids", "labels"] or data.num_rows != len(split):
+    expected = list(CHAT_COLUMNS if templated else COLUMNS)
+    if data.column_names != expected or data.num_rows != len(split):
         log(f"the tokenized cache entry {path} is damaged ({data.num_rows} rows of {data.column_names}, expected "
-            f"{len(split)} of input_ids, labels); tokenizing again")
+            f"{len(split)} of {', '.join(expected)}); tokenizing again")
         return None
     log(f"loaded tokenized {split.name} from cache {path}")
     return data
@@ -116,7 +132,8 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     return hasher.hexdigest()
 
 
-def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequence[int] = ()) -> str:
+def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequence[int] = (),
+              templated: bool = False) -> str:
     """A digest of everything the tokenised split depends on (only the first reference is tokenised); ``head``:
     the ids every source starts with (textbox.tokens.languages.source_head)."""
     recipe = {
@@ -129,6 +146,8 @@ def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequenc
     }
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
+    if templated:  # the template itself is in the tokenizer's files (tokenizer_digest)
+        recipe["chat"] = {"system_prompt": config.system_prompt, "contexts": split.contexts}
     if head:  # a Marian target language token (the others' languages are in the tokenizer's files)
         recipe["source_head"] = list(head)
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
@@ -141,11 +160,13 @@ def library_versions() -> list[str]:
 
 
 def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, head: list[int],
-              fingerprint: str) -> "datasets.Dataset":
+              fingerprint: str, templated: bool = False) -> "datasets.Dataset":
     import datasets
 
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
     lm_targets = decoder_only(config)
+    if templated:
+        return _tokenize_chat(config, split, tokenizer)
 
     def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
         return {
@@ -162,6 +183,17 @@ def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, 
                                   "labels": datasets.List(datasets.Value("int32"))})
     return texts.map(encode, batched=True, batch_size=BATCH_SIZE, remove_columns=["source", "target"],
                      features=features, new_fingerprint=fingerprint, desc=f"tokenizing {split.name}")
+
+
+def _tokenize_chat(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase) -> "datasets.Dataset":
+    """input_ids, labels and prompt_labels of examples rendered through the chat template (textbox.data.chat)."""
+    import datasets
+
+    layout = Layout(config.system_prompt, config.prefix_prompt or "", config.suffix_prompt or "")
+    columns = encode_examples(tokenizer, split.sources, [references[0] for references in split.targets],
+                              split.contexts, layout, config.src_len, config.tgt_len, config.truncate)
+    features = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in CHAT_COLUMNS})
+    return datasets.Dataset.from_dict(columns, features=features)
 
 
 def decoder_only(config: Config) -> bool:

@@ -17,6 +17,9 @@ Set the generation length with ``max_new_tokens`` (the default, tgt_len), not ``
 count the source too. A tokenizer without a padding token pads with eos (labels and attention masks come from
 lengths, never from the pad id).
 
+With a chat template (the tokenizer's, or --chat_template, set on the tokenizer here so that checkpoints save it)
+examples are rendered as chat turns instead (textbox.data.chat; --use_chat_template says when).
+
 Testing a checkpoint needs the model name too: ``--model=gpt2 --model_path=<run>/checkpoint_best --do_train=False``
 (without it --model defaults to the encoder-decoder ``transformer``).
 """
@@ -31,6 +34,7 @@ from textbox.model import quantization
 from textbox.model.loading import (load_config, load_model, load_tokenizer, set_generation_length,
                                    set_special_token_ids)
 from textbox.model.built_model import BuiltModel, TrainingTexts
+from textbox.tokens import chat
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -48,6 +52,8 @@ def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
                                f"(or --model=seq2seq)")
     model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch, quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, path)
+    chat.apply_template(config.chat_template, tokenizer)  # saved with the tokenizer: checkpoints keep it
+    chat.templating(config, tokenizer)  # a template asked for that a hub tokenizer lacks: refused before training
     set_generation_length(model, config.tgt_len)
     return BuiltModel(model, tokenizer)
 

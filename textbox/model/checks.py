@@ -14,14 +14,20 @@ from textbox.model.adapter_files import is_efficient_checkpoint
 from textbox.model.efficient import method_problems
 from textbox.model.files import damaged_files
 from textbox.model.kwargs_types import config_kwargs_problems, efficient_kwargs_problems
-from textbox.tokens import languages
+from textbox.tokens import chat, languages
 from textbox.utils.paths import missing_local_path
 from textbox.utils.suggest import suggest
 
 def problems(config: Config) -> list[str]:
     """Every problem of ``config``'s model keys (empty when the model can be built as asked)."""
     return [*_model_problems(config), *_efficient_problems(config), *_pretraining_problems(config),
-            *languages.problems(config, config.where), *_quantization_problems(config)]
+            *languages.problems(config, config.where), *_quantization_problems(config), *_chat_problems(config)]
+
+
+def _chat_problems(config: Config) -> list[str]:
+    """Chat templates and messages data (textbox.tokens.chat), once the model is known."""
+    name = config["model"].lower()
+    return chat.problems(config, FAMILIES[name].decoder_only, config.where) if name in FAMILIES else []
 
 
 def _model_problems(config: Config) -> list[str]:

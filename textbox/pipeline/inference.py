@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from textbox.config import Config, DataError
 from textbox.data.readers import read_lines
-from textbox.data.tokenize import encode_within
+from textbox.data.chat import Layout, encode_prompts
+from textbox.data.tokenize import encode_within, uses_chat_template
 from textbox.evaluator.evaluator import Evaluator
 from textbox.decoding.generate import all_sequences_path
 from textbox.tokens.languages import source_head
@@ -49,6 +50,9 @@ def read_and_encode(config: Config, tokenizer: PreTrainedTokenizerBase) -> list[
     if config.input_file is None:
         raise ValueError("read_and_encode reads --input_file: call it only when one is given")
     sources = read_inputs(config.input_file)
+    if uses_chat_template(config, tokenizer):  # each line a user turn, the prompt ending with the generation prompt
+        layout = Layout(config.system_prompt, config.prefix_prompt or "", config.suffix_prompt or "")
+        return encode_prompts(tokenizer, sources, layout, config.src_len, config.truncate)
     return encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len",
                          config.prefix_prompt or "", config.suffix_prompt or "", head=source_head(tokenizer, config))
 
