@@ -38,7 +38,8 @@ CHECKPOINT_DATA = ("dataset", "data_path", "catalogue", "data_format", "hub_name
 DATA_NAMING = ("dataset", "data_path", "data_format", "hub_name")
 # What a resumed run may change: how long it trains, what it reports and tests, where it runs. Anything else
 # (model, data, optimiser, schedule, seed, batching) would make the continued run a different run.
-RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "do_test", "metrics", "eval_batch_size",
+RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "tracker_project",
+                     "tracker_run_name", "do_test", "metrics", "eval_batch_size",
                      "eval_max_tokens", "num_workers", "cpu_memory_reuse", "gpu_id", "find_unused_parameters",
                      "max_save",
                      "decode_compile", "decoding_backend", "decoding_precision", "input_file", "output_file",

@@ -392,8 +392,19 @@ class Train:
         "keeps the checkpoints of the last validation).")
     tracker: str = key(
         "tensorboard",
-        "Experiment tracker fed through accelerate (metrics.jsonl is always written).",
+        "Experiment tracker fed through accelerate (metrics.jsonl is always written): train/* and valid/* as they "
+        "come, test/* and best/* at the end, the config as hyper-parameters. wandb and mlflow: pip install "
+        "'textbox[trackers]'.",
         ("tensorboard", "wandb", "mlflow", "none"))
+    tracker_project: str | None = key(
+        None,
+        "The tracker's project: wandb's project, MLflow's experiment, TensorBoard's folder in the run directory "
+        "(<run dir>/<project>). None: WANDB_PROJECT (wandb) or MLFLOW_EXPERIMENT_NAME (mlflow) when set, else "
+        "'textbox'.")
+    tracker_run_name: str | None = key(
+        None,
+        "The run's name in the tracker (wandb's run name, MLflow's run name; TensorBoard names a run by its folder "
+        "and shows this in its HPARAMS table). None: the run directory's name (--filename).")
 
 
 # --- validation and checkpoints ---------------------------------------------------------------

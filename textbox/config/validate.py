@@ -105,7 +105,23 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
     problems.extend(_output_file_problems(values["output_file"], where))
 
     problems.extend(_check_pretraining(values, where))
+    problems.extend(_tracker_name_problems(values, where))
     problems.extend(launcher_problems(values, sources, where))  # accelerate launch's settings vs the config
+    return problems
+
+
+_PROJECT_FORBIDDEN = "/\\#?%:"  # wandb refuses them in a project; TensorBoard's folder is the project's name
+
+
+def _tracker_name_problems(values: Mapping[str, ConfigValue], where: Callable[[str], str]) -> list[str]:
+    """A tracker project or run name that is given must say something; a project also names a folder."""
+    problems = [f"{where(name)} must not be empty (None: the default)" for name in ("tracker_project", "tracker_run_name")
+                if values[name] is not None and not values[name].strip()]
+    project = values["tracker_project"]
+    if project and any(character in project for character in _PROJECT_FORBIDDEN):
+        problems.append(f"{where('tracker_project')} must not contain any of {' '.join(_PROJECT_FORBIDDEN)} "
+                        f"(wandb refuses them; TensorBoard's events go to the folder <run dir>/<project>), "
+                        f"got {project!r}")
     return problems
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar, cast
 from textbox.config import Config
 from textbox.config.errors import RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.config.launcher import Launch
+from textbox.pipeline.trackers import TRACKER_PACKAGES
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -101,9 +102,10 @@ def build_accelerator(config: Config, launch: Launch) -> Accelerator:
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker
-    if tracker and importlib.util.find_spec(tracker) is None:
-        raise TextBoxUserError(f"--tracker={tracker} needs the {tracker} package: pip install {tracker} "
-                               f"(or --tracker=tensorboard / none)")
+    if tracker in TRACKER_PACKAGES and importlib.util.find_spec(tracker) is None:
+        package = TRACKER_PACKAGES[tracker]
+        raise TextBoxUserError(f"--tracker={tracker} needs the {package} package: pip install {package} (or pip "
+                               f"install 'textbox[trackers]'; or --tracker=tensorboard / none)")
     return Accelerator(
         cpu=not cuda,  # on a CPU machine this is what makes `accelerate launch --multi_gpu` really distributed
         mixed_precision=precision,

@@ -40,7 +40,8 @@ from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_sha
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
-                                      plan_run_dir, tracker_hparams, write_run_config)
+                                      plan_run_dir, write_run_config)
+from textbox.pipeline.trackers import finish_trackers, start_trackers
 from textbox.pipeline.validation import OnValidation, RunValidation
 from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir, planned_validations
 from textbox.trainer.context import RunContext, TrainerContext
@@ -107,6 +108,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     try:
         _open_run_directory(run)
         results, examples = _fit_and_evaluate(run, built, evaluator, on_validation)
+        finish_trackers(run, results)  # test/* and best/*; TensorBoard's HPARAMS table
         write_results(run, results, started, examples)
     except BaseException as error:
         shown = failed(run, error)
@@ -172,10 +174,7 @@ def _open_run_directory(run: RunContext) -> None:
         write_run_config(run.config, run.run_dir)
     copy_to_other_disks(run.accelerator, run.run_dir / "config.yaml")  # --resume reads it on every machine
     run.logger.info(f"run directory {run.run_dir}")
-    if run.config.tracker != "none":
-        run.accelerator.project_configuration.set_directories(str(run.run_dir))
-        run.accelerator.project_configuration.logging_dir = str(run.run_dir)  # set_directories keeps an older one
-        run.accelerator.init_trackers("textbox", config=tracker_hparams(run.config))
+    start_trackers(run)
 
 
 def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,

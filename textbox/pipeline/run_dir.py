@@ -1,6 +1,6 @@
 """The run directory: named once for every process, checked writable and roomy enough before training starts,
-and its config.yaml written; the same config summed up for the log (the keys that differ from their defaults) and
-for the tracker. (``--model_path=<run dir>`` continuing that run is resolved while the config loads:
+and its config.yaml written; the same config summed up for the log (the keys that differ from their defaults).
+(``--model_path=<run dir>`` continuing that run is resolved while the config loads:
 textbox/config/run_config.py.)"""
 from __future__ import annotations
 
@@ -58,11 +58,6 @@ def _origin(config: Config, key: str) -> str:
     if len(by_origin) < 2:
         return config.source_of(key)
     return "; ".join(f"{', '.join(entries)}: {origin}" for origin, entries in by_origin.items())
-
-
-def tracker_hparams(config: Config) -> dict[str, int | float | str | bool]:
-    """Trackers accept scalars only: lists, dicts and None become strings."""
-    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in config.items()}
 
 
 def plan_run_dir(config: Config, accelerator: Accelerator) -> Path:

@@ -48,12 +48,13 @@ def test_bf16_accelerator_on_cpu_autocasts_to_bf16(monkeypatch, fresh_accelerate
         assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("tracker", ["wandb", "mlflow"])
-def test_a_tracker_that_is_not_installed_is_a_clear_error(tracker):
-    if importlib.util.find_spec(tracker) is not None:
-        pytest.skip(f"{tracker} is installed here")
-    with pytest.raises(TextBoxUserError, match=f"--tracker={tracker} needs the {tracker} package: "
-                                               f"pip install {tracker}"):
+@pytest.mark.parametrize("tracker, package", [("wandb", "wandb"), ("mlflow", "mlflow-skinny")])
+def test_a_tracker_that_is_not_installed_is_a_clear_error(tracker, package, monkeypatch):
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == tracker
+                        else find_spec(name, *rest))  # as on a machine without the extra 'trackers'
+    with pytest.raises(TextBoxUserError, match=f"--tracker={tracker} needs the {package} package: "
+                                               f"pip install {package} \\(or pip install 'textbox\\[trackers\\]'"):
         build_accelerator(*_launched([f"--tracker={tracker}"]))
 
 
