@@ -14,10 +14,10 @@ textbox.cli imports this module after a failure, torch or not.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from textbox.config import Config
@@ -102,7 +102,7 @@ def build_accelerator(config: Config, launch: Launch) -> Accelerator:
     if precision == "fp16" and not cuda:
         raise TextBoxUserError("--mixed_precision=fp16 needs a CUDA GPU; on CPU use --mixed_precision=bf16")
     tracker = None if config.tracker == "none" else config.tracker
-    if tracker in TRACKER_PACKAGES and importlib.util.find_spec(tracker) is None:
+    if tracker in TRACKER_PACKAGES and find_spec(tracker) is None:
         package = TRACKER_PACKAGES[tracker]
         raise TextBoxUserError(f"--tracker={tracker} needs the {package} package: pip install {package} (or pip "
                                f"install 'textbox[trackers]'; or --tracker=tensorboard / none)")

@@ -2,14 +2,15 @@
 launcher's precision and gpu_id list: tests/unit/config/test_launcher.py)."""
 from __future__ import annotations
 
-import importlib.util
 import os
+from importlib.util import find_spec
 
 import pytest
 import torch
 
 from textbox.config import TextBoxUserError, load_config
 from textbox.config.launcher import Launch, agreed_launch
+from textbox.pipeline import processes
 from textbox.pipeline.processes import build_accelerator, check_gpu_ids, export_gpu_id
 from textbox.pipeline.run_dir import config_summary
 
@@ -50,9 +51,8 @@ def test_bf16_accelerator_on_cpu_autocasts_to_bf16(monkeypatch, fresh_accelerate
 
 @pytest.mark.parametrize("tracker, package", [("wandb", "wandb"), ("mlflow", "mlflow-skinny")])
 def test_a_tracker_that_is_not_installed_is_a_clear_error(tracker, package, monkeypatch):
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == tracker
-                        else find_spec(name, *rest))  # as on a machine without the extra 'trackers'
+    monkeypatch.setattr(processes, "find_spec", lambda name: None if name == tracker
+                        else find_spec(name))  # as on a machine without the extra 'trackers'; accelerate unaffected
     with pytest.raises(TextBoxUserError, match=f"--tracker={tracker} needs the {package} package: "
                                                f"pip install {package} \\(or pip install 'textbox\\[trackers\\]'"):
         build_accelerator(*_launched([f"--tracker={tracker}"]))
