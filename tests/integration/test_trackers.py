@@ -123,12 +123,13 @@ def _wandb_records(run_file: Path):
 
 
 def test_wandb_offline_run_has_the_project_name_config_and_every_split(work, tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_PROJECT", "from-the-environment")  # --tracker_project wins over it
     _, results = _train(work, "wandb", "--tracker_project=mypaper", "--tracker_run_name=lr-0.003")
+    wandb.teardown()  # the run file is written by wandb's service process: wait until it has written everything
     [run_file] = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
     records = list(_wandb_records(run_file))
     [run] = [record.run for record in records if record.WhichOneof("record_type") == "run"]
