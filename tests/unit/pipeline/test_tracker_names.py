@@ -44,6 +44,8 @@ def test_tracker_names_that_say_nothing_or_name_no_folder_are_refused():
         "folder <run dir>/<project>), got 'my/paper'"]
     assert problems("--tracker_run_name= ") == ["--tracker_run_name must not be empty (None: the default)"]
     assert problems("--tracker_project=my-paper", "--tracker_run_name=lr 1e-4") == []
+    assert problems("--tracker=neptune") == ["--tracker must be one of 'tensorboard', 'wandb', 'mlflow', 'none', "
+                                             "got 'neptune'"]
 
 
 def test_a_missing_tracker_package_is_one_error_line_before_anything_is_built(tmp_path, monkeypatch, capfd):
@@ -58,3 +60,8 @@ def test_a_missing_tracker_package_is_one_error_line_before_anything_is_built(tm
     assert errors == ["error: --tracker=wandb needs the wandb package: pip install wandb (or pip install "
                       "'textbox[trackers]'; or --tracker=tensorboard / none)"]
     assert not Path(tmp_path / "saved").exists()
+
+
+def test_the_trainer_names_of_the_run_name_and_project_point_to_the_tracker_keys():
+    assert "did you mean 'tracker_run_name'" in problems("--run_name=lr-1e-4")[0]  # HF's TrainingArguments
+    assert "did you mean 'tracker_project'" in problems("--wandb_project=mypaper")[0]
