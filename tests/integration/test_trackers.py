@@ -125,7 +125,9 @@ def _wandb_records(run_file: Path):
 def test_wandb_offline_run_has_the_project_name_config_and_every_split(work, tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_SILENT", "true")
+    for quiet in ("WANDB_SILENT", "WANDB_X_DISABLE_STATS", "WANDB_DISABLE_GIT", "WANDB_DISABLE_CODE"):
+        monkeypatch.setenv(quiet, "true")  # no system sampling, git or code capture: seconds less
+    monkeypatch.setenv("WANDB_CONSOLE", "off")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_PROJECT", "from-the-environment")  # --tracker_project wins over it
     _, results = _train(work, "wandb", "--tracker_project=mypaper", "--tracker_run_name=lr-0.003")
