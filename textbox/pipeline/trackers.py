@@ -54,9 +54,13 @@ def start_trackers(run: RunContext) -> None:
     """Start the configured tracker for ``run`` (its files in the run directory: TensorBoard's events, wandb's run
     unless WANDB_DIR says otherwise; MLflow's store in saved_dir/mlruns unless MLFLOW_TRACKING_URI says otherwise)
     and hand it the config as hyper-parameters (TensorBoard's wait for the final figures: finish_trackers)."""
-    config, accelerator = run.config, run.accelerator
+    config = run.config
     if config.tracker == "none":
+        unused = [f"--{key}" for key in ("tracker_project", "tracker_run_name") if config[key] is not None]
+        if unused:  # a yaml's names beside --tracker=none on the command line: said, not refused
+            run.logger.info(f"{' and '.join(unused)} unused: --tracker=none logs to no tracker")
         return
+    accelerator = run.accelerator
     names = tracker_run(config, run.run_dir)
     accelerator.project_configuration.set_directories(str(run.run_dir))
     accelerator.project_configuration.logging_dir = str(run.run_dir)  # set_directories keeps an older one

@@ -65,3 +65,19 @@ def test_a_missing_tracker_package_is_one_error_line_before_anything_is_built(tm
 def test_the_trainer_names_of_the_run_name_and_project_point_to_the_tracker_keys():
     assert "did you mean 'tracker_run_name'" in problems("--run_name=lr-1e-4")[0]  # HF's TrainingArguments
     assert "did you mean 'tracker_project'" in problems("--wandb_project=mypaper")[0]
+
+
+def test_tracker_names_beside_no_tracker_are_said_unused():
+    """A yaml may name the project while the command line turns the tracker off: a log line, not silence."""
+    import logging
+    from types import SimpleNamespace
+
+    from textbox.pipeline.trackers import start_trackers
+
+    lines: list[str] = []
+    logger = logging.getLogger("test-trackers")
+    logger.addHandler(type("Keep", (logging.Handler,), {"emit": lambda self, record: lines.append(record.getMessage())})())
+    logger.setLevel(logging.INFO)
+    run = SimpleNamespace(config=load_config(["--tracker=none", "--tracker_project=mypaper"]), logger=logger)
+    start_trackers(run)  # type: ignore[arg-type]
+    assert lines == ["--tracker_project unused: --tracker=none logs to no tracker"]
