@@ -403,9 +403,16 @@ class Valid:
         "logging_steps, tracker, do_test, metrics, ...). Not recorded in config.yaml.")
     max_save: int = key(
         2,
-        "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 2 = checkpoint_best "
-        "and checkpoint_last (which --resume continues; always kept), n > 2 adds the n-2 latest checkpoint-<step> of "
-        "the validations, -1 keeps every validation's checkpoint-<step>.")
+        "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 0 = none once the run "
+        "ends (checkpoint_best is written for the test pass, then removed), 1 = checkpoint_best only (no "
+        "checkpoint_last: the run cannot be resumed), 2 = checkpoint_best and checkpoint_last (which --resume "
+        "continues), n > 2 adds the n-2 latest checkpoint-<step> of the validations, -1 keeps every validation's "
+        "checkpoint-<step>.")
+    save_optimizer: bool = key(
+        True,
+        "Save the optimiser state (Adam's two moments: twice the weights) in checkpoint_last. False saves the "
+        "weights, schedule, random states and progress only; --resume then refuses the run (an exact resume needs "
+        "the optimiser state): fine-tune from its checkpoint_best with --model_path instead. HF: save_only_model.")
 
 
 # --- evaluation -------------------------------------------------------------------------------

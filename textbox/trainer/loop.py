@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
+from accelerate.utils import DistributedType
 from tqdm.auto import tqdm
 
 from textbox.config import RunInterrupted, TextBoxError, TextBoxUserError
@@ -103,6 +105,9 @@ class Trainer:
         total_steps = config.max_steps or config.epochs * steps_per_epoch
         epochs = math.ceil(total_steps / steps_per_epoch)
         # optimiser and schedule: ours, or the DeepSpeed engine's when its config defines them (trainer.sharding)
+        if not config.save_optimizer and accelerator.distributed_type == DistributedType.DEEPSPEED:
+            raise TextBoxUserError("--save_optimizer=False cannot be honoured under DeepSpeed, whose engine saves its "
+                                   "optimiser state with its own checkpoint: drop --save_optimizer=False")
         self.model, optimizer, scheduler = prepare_training(config, accelerator, self.model, total_steps)
         self._train_forward = self._compiled(self.model) if config.compile else self.model
         accelerator.register_for_checkpointing(scheduler)
@@ -206,7 +211,13 @@ class Trainer:
                          f"{self.state.batches_in_epoch} batch(es) into the epoch")
 
     def _save_resume_state(self) -> None:
-        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        """checkpoint_last, unless --max_save (0 or 1) keeps none: then one a resume left behind is removed, so
+        that the run directory holds what --max_save says."""
+        if not checkpoint.keeps_last(self.config.max_save):
+            if checkpoint.writes_checkpoints(self.accelerator):
+                shutil.rmtree(self.run_dir / checkpoint.LAST, ignore_errors=True)
+            return
+        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state, self.config.save_optimizer)
         self.resume_step = self.state.step
 
     def _stop_if_signalled(self, request: StopRequest) -> None:
@@ -214,6 +225,10 @@ class Trainer:
         if self._sum_over_processes([1 if request.requested else 0])[0] == 0:
             return
         self._save_resume_state()
+        if not checkpoint.keeps_last(self.config.max_save):
+            raise RunInterrupted(f"interrupted at step {self.state.step}; --max_save={self.config.max_save} keeps no "
+                                 f"{checkpoint.LAST}, so the run cannot be resumed (its best weights so far are in "
+                                 f"{self.best_dir}, if a validation wrote it)", request.exit_code or 130)
         raise RunInterrupted(f"interrupted at step {self.state.step}; saved {self.run_dir / checkpoint.LAST}; "
                              f"continue with --resume=True --saved_dir={self.config.saved_dir} "
                              f"--filename={self.run_dir.name}, or simply --model_path={self.run_dir}",
@@ -357,8 +372,8 @@ class Trainer:
         if kept != 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
                                   self.run_dir / f"checkpoint-{self.state.step}", self.efficient)
-            if kept is not None and checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own
-                checkpoint.prune_step_checkpoints(self.run_dir, kept)
+        if kept is not None and checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own
+            checkpoint.prune_step_checkpoints(self.run_dir, kept)  # a resume may have lowered --max_save
         self._save_resume_state()
         self.model.train()
         hook.validated(self.state.step, validation)
