@@ -151,6 +151,11 @@ class Run:
         "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new "
         "run).")
     config_files: list[str] = key([], "Extra yaml files merged after the model and dataset yamls.")
+    user_dir: str | None = key(
+        None,
+        "A Python module (.py file) or package directory of your own, imported before the config is checked, so "
+        "that what it registers (textbox.register_metric) can be named in --metrics (fairseq's --user-dir; "
+        "docs/extending.md). Recorded in config.yaml: a resumed run and every process of a launch import it too.")
     per_model: dict[str, dict[str, ConfigValue]] = key(
         {},
         "Settings for one model only, {model name: {key: value}}: the section of the run's --model (as chosen or "
