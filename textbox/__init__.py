@@ -1,29 +1,26 @@
 """TextBox-style text generation framework: config-driven training, evaluation and search.
 
-The Python API (docs/extending.md): ``textbox.run({...})`` runs as run_textbox.py does and returns the results;
-``textbox.register_metric`` adds a metric from a --user_dir module. They are imported on first use, so that
-``import textbox`` (and --help) stays light.
+The Python API (docs/extending.md): ``textbox.run({...})`` (textbox.api.run) runs as run_textbox.py does and returns
+the results; ``textbox.register_metric`` (textbox.evaluator.metrics.registry) adds a metric from a --user_dir module,
+which receives a ``textbox.MetricInputs`` and may return a ``textbox.MetricResult``. Each is imported from its module
+on first use: ``import textbox`` (which every subpackage's import runs first) and --help stay light, and this
+package imports none of its layers.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["MetricInputs", "MetricResult", "register_metric", "run"]
 
-if TYPE_CHECKING:
-    from textbox.api import run
-    from textbox.evaluator.metrics.base import MetricInputs, MetricResult
-    from textbox.evaluator.metrics.registry import register_metric
-
-_LAZY = {"run": "textbox.api", "register_metric": "textbox.evaluator.metrics.registry",
-         "MetricInputs": "textbox.evaluator.metrics.base", "MetricResult": "textbox.evaluator.metrics.base"}
+_HOMES = {"run": "textbox.api", "register_metric": "textbox.evaluator.metrics.registry",
+          "MetricInputs": "textbox.evaluator.metrics.base", "MetricResult": "textbox.evaluator.metrics.base"}
 
 
-def __getattr__(name: str) -> object:
-    """``textbox.run`` and the rest of the API: the module that defines it, imported when first asked for."""
-    if name not in _LAZY:
+def __getattr__(name: str) -> Any:
+    """``textbox.run`` and the rest of the API, from the module that defines it (its signature and types are
+    that module's)."""
+    if name not in _HOMES:
         raise AttributeError(f"module 'textbox' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_LAZY[name]), name)
+    return getattr(importlib.import_module(_HOMES[name]), name)
