@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ def api_run(tmp_path_factory):
     from accelerate.state import AcceleratorState, GradientState
 
     import textbox
+    from textbox.evaluator.metrics import registry
 
+    metrics = dict(registry._METRICS)  # the example's metric leaves with this module's tests (process-wide registry)
     root = tmp_path_factory.mktemp("api")
     data = make_copy_dataset(root / "copy", {"train": 32, "valid": 8, "test": 8})
     for split in ("train", "valid", "test"):  # every target is "cat", and every source holds it: learnt in a few
@@ -40,13 +43,16 @@ def api_run(tmp_path_factory):
     torch.set_num_threads(1)
     try:
         results = textbox.run({**tiny_keys(), "data_path": str(data), "saved_dir": str(root / "saved")},
-                              filename="run", epochs=4, learning_rate=0.01, user_dir=str(EXAMPLE), save_optimizer=False,
+                              filename="run", epochs=4, valid_steps=4, learning_rate=0.01, user_dir=str(EXAMPLE), save_optimizer=False,
                               metrics=["bleu", "keyword_coverage"], metrics_for_best_model=["keyword_coverage"])
     finally:
         torch.set_num_threads(threads)
         AcceleratorState._reset_state(reset_partial_state=True)
         GradientState._reset_state()
-    return results, root / "saved" / "run", data
+    yield results, root / "saved" / "run", data
+    registry._METRICS.clear()
+    registry._METRICS.update(metrics)
+    sys.modules.pop("user_metric", None)
 
 
 def test_the_python_api_returns_what_results_json_holds(api_run):
