@@ -22,6 +22,7 @@ from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
 from textbox.model import checks as models
+from textbox.model import losses
 from textbox.trainer import schedules
 from textbox.utils.user_dir import import_user_dir
 
@@ -67,10 +68,10 @@ def check_config(config: Config) -> None:
 
 def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
-    decoding engine, generation settings."""
+    decoding engine, generation settings, schedule, training loss."""
     return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
-            *schedules.problems(config)]
+            *schedules.problems(config), *losses.problems(config)]
 
 
 def raise_problems(problems: list[str]) -> None:

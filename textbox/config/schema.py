@@ -154,8 +154,8 @@ class Run:
     user_dir: str | None = key(
         None,
         "A Python module (.py file) or package directory of your own, imported before the config is checked, so "
-        "that what it registers (textbox.register_metric) can be named in --metrics (fairseq's --user-dir; "
-        "docs/extending.md). Recorded in config.yaml: a resumed run and every process of a launch import it too.")
+        "that what it registers (textbox.register_metric, textbox.register_loss) can be named in --metrics or --loss "
+        "(fairseq's --user-dir; docs/extending.md). Recorded in config.yaml: a resumed run and every process of a launch import it too.")
     per_model: dict[str, dict[str, ConfigValue]] = key(
         {},
         "Settings for one model only, {model name: {key: value}}: the section of the run's --model (as chosen or "
@@ -286,6 +286,11 @@ class Model:
         "Target language code (mBART ro_RO, NLLB ron_Latn, M2M100 ro, multi-target Marian fr); see src_lang. A "
         "tokenizer without languages is unchanged (the log says so).")
     label_smoothing: float = key(0.0, "Label smoothing of the cross-entropy loss.")
+    loss: str = key(
+        "cross_entropy",
+        "The training token loss: cross_entropy, or one a --user_dir module registered with textbox.register_loss "
+        "(docs/extending.md); it is handed label_smoothing. The validation loss (and perplexity) stays the plain "
+        "cross-entropy, comparable between runs.")
     decoder_model_path: str | None = key(
         None,
         "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")

@@ -14,6 +14,7 @@ from accelerate.utils import DistributedType
 from tqdm.auto import tqdm
 
 from textbox.config import RunInterrupted, TextBoxError, TextBoxUserError
+from textbox.model import losses
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
@@ -70,6 +71,8 @@ class Trainer:
         self._train_forward: torch.nn.Module = context.model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
         self._validation: ValidationHook | None = None
+        # --loss: a registered token loss, or None for the built-in cross-entropy (its faster path)
+        self._token_loss = None if self.config.loss == losses.CROSS_ENTROPY else losses.token_loss(self.config.loss)
 
     # --- training -----------------------------------------------------------------------------
     def fit(self, train_data: datasets.Dataset, validation: ValidationHook | None = None) -> TrainState:
@@ -247,7 +250,7 @@ class Trainer:
             syncing = index == len(batches) - 1  # gradients are all-reduced once per window
             with contextlib.nullcontext() if syncing else accelerator.no_sync(self.model):
                 sums, _ = forward_token_losses(self._train_forward, accelerator.unwrap_model(self.model), batch,
-                                               self.config.label_smoothing)
+                                               self.config.label_smoothing, self._token_loss)
                 batch_loss = sums.sum()
                 if torch.isfinite(batch_loss):
                     loss_sum, tokens = loss_sum + batch_loss.item(), tokens + target_tokens(batch)

@@ -283,3 +283,22 @@ def test_save_optimizer_false_leaves_the_optimiser_state_out_of_checkpoint_last(
     lean.fit(train_data, None)
     assert {path.name for path in (lean.run_dir / "checkpoint_last").iterdir()} == files - {"optimizer.bin"}
     assert lean.accelerator._optimizers  # the optimiser is registered again after the save
+
+
+def test_a_registered_loss_trains_the_model(make_trainer, train_data, monkeypatch):
+    """--loss names a textbox.register_loss function: twice the cross-entropy logs twice the first step's loss
+    (taken before any update, from the same initial weights); an unknown name is a config problem."""
+    from tests.helpers import problems
+    from textbox.model import losses
+
+    monkeypatch.setattr(losses, "_LOSSES", dict(losses._LOSSES))  # the registry is process-wide
+    losses.register_loss("doubled", lambda logits, labels, smoothing: 2 * F.cross_entropy(logits, labels,
+                                                                                            reduction="none"))
+    first = []
+    for loss in ("cross_entropy", "doubled"):
+        trainer = make_trainer(max_steps=1, logging_steps=1, loss=loss)
+        trainer.fit(train_data, None)
+        first.append(metric_rows(trainer.run_dir, "train")[0]["loss"])
+        (trainer.run_dir / "metrics.jsonl").unlink()
+    assert first[1] == pytest.approx(2 * first[0], rel=1e-5)
+    assert any("unknown loss 'dubled'; did you mean 'doubled'?" in problem for problem in problems("--loss=dubled"))
