@@ -26,5 +26,5 @@ def keyword_coverage(inputs: textbox.MetricInputs, options: Mapping[str, object]
     return {"keyword_coverage": 100.0 * found / total if total else 0.0}
 
 
-textbox.register_metric("keyword_coverage", keyword_coverage, goal="max", needs_sources=True,
+textbox.register_metric("keyword_coverage", keyword_coverage, goal="max", needs_sources=True, bounds=(0.0, 100.0),
                         summary="percent of the source's words the output uses (examples/user_metric)")
