@@ -304,7 +304,9 @@ class Trainer:
             self.logger.warning(f"optimiser step {step}: skipped {found} batch(es) with a NaN/inf loss"
                                 + ("" if finite_tokens else "; no batch was left: no update at this step"))
             return finite_tokens
-        if self.resume_step is None:
+        if self.resume_step is None and self.best_dir.exists():  # --max_save=0 or 1: no checkpoint_last
+            kept = f"{self.best_dir} holds the best weights so far (--max_save={self.config.max_save}: no resume)"
+        elif self.resume_step is None:
             kept = "no checkpoint had been saved yet"
         else:
             kept = (f"the last good checkpoints are {self.run_dir / checkpoint.LAST} (step {self.resume_step}; "

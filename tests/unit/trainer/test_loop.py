@@ -188,8 +188,8 @@ def nan_loss_at_training_call(monkeypatch, call: int) -> None:
     forward = loop.forward_token_losses
     calls = {"training": 0}
 
-    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
-        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0, loss=None):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing, loss)
         if unwrapped.training:
             calls["training"] += 1
             if calls["training"] == call:
