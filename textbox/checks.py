@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from textbox.config import Config, ConfigError
+from textbox.config import Config, ConfigError, TextBoxUserError
 from textbox.config.loader import resolve_config
 from textbox.config.schema import SCHEMA
 from textbox.config.validate import typed_then_semantics
@@ -22,7 +22,9 @@ from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
 from textbox.model import checks as models
+from textbox.model import losses
 from textbox.trainer import schedules
+from textbox.utils.user_dir import import_user_dir
 
 
 def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object] | None = None,
@@ -30,13 +32,27 @@ def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object
     """The Config of a command line (and ``overrides``, an extra command-line layer), every problem checked:
     raise one ConfigError listing them all (the config package's and every registry's)."""
     resolution = resolve_config(argv, overrides, config_dir)
+    import_user_code(resolution.config)
     raise_problems([*resolution.problems, *registry_problems(resolution.config)])
     return resolution.config.as_checked()
 
 
+def import_user_code(config: Config) -> None:
+    """--user_dir's module, imported before the registries are asked (what it registers must be known): a
+    TextBoxUserError (exit 2) of one line when it cannot be. Every process imports it, checked Config or not."""
+    path = config.get("user_dir")
+    if isinstance(path, str):  # of another type: the type check reports it
+        try:
+            import_user_dir(path, config.where("user_dir"))
+        except ValueError as error:
+            raise TextBoxUserError(str(error)) from None
+
+
 def check_config(config: Config) -> None:
     """Check a Config made elsewhere (e.g. by a caller of ``pipeline.run``) as load_checked_config would; one
-    that load_checked_config made is not checked twice."""
+    that load_checked_config made is not checked twice (its --user_dir is imported all the same: e.g. by a worker
+    process it was handed to)."""
+    import_user_code(config)
     if config.checked:
         return
     unknown = [name for name in config if name not in SCHEMA]
@@ -52,10 +68,10 @@ def check_config(config: Config) -> None:
 
 def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
-    decoding engine, generation settings."""
+    decoding engine, generation settings, schedule, training loss."""
     return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
-            *schedules.problems(config)]
+            *schedules.problems(config), *losses.problems(config)]
 
 
 def raise_problems(problems: list[str]) -> None:

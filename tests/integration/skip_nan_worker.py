@@ -30,8 +30,8 @@ def main(mode: str, out: Path, cache: Path) -> None:
     poisoned = data[5]["input_ids"]
     forward = loop.forward_token_losses
 
-    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
-        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0, loss=None):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing, loss)
         if unwrapped.training and batch["input_ids"][0].tolist()[:len(poisoned)] == poisoned:
             return sums * float("nan"), counts
         return sums, counts

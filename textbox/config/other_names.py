@@ -22,6 +22,7 @@ KEY_ALIASES: dict[str, str] = {
     "eval_steps": "valid_steps",
     "metric_for_best_model": "metrics_for_best_model",
     "save_total_limit": "max_save",
+    "save_only_model": "save_optimizer (--save_only_model=True is --save_optimizer=False)",
     "label_smoothing_factor": "label_smoothing",
     "model_name_or_path": "model_path",
     "tokenizer_name": "tokenizer_path",

@@ -151,6 +151,11 @@ class Run:
         "Run directory name; default <model>-<dataset>-<timestamp>. Not recorded in config.yaml (a rerun is a new "
         "run).")
     config_files: list[str] = key([], "Extra yaml files merged after the model and dataset yamls.")
+    user_dir: str | None = key(
+        None,
+        "A Python module (.py file) or package directory of your own, imported before the config is checked, so "
+        "that what it registers (textbox.register_metric, textbox.register_loss) can be named in --metrics or --loss "
+        "(fairseq's --user-dir; docs/extending.md). Recorded in config.yaml: a resumed run and every process of a launch import it too.")
     per_model: dict[str, dict[str, ConfigValue]] = key(
         {},
         "Settings for one model only, {model name: {key: value}}: the section of the run's --model (as chosen or "
@@ -299,6 +304,11 @@ class Model:
         "Target language code (mBART ro_RO, NLLB ron_Latn, M2M100 ro, multi-target Marian fr); see src_lang. A "
         "tokenizer without languages is unchanged (the log says so).")
     label_smoothing: float = key(0.0, "Label smoothing of the cross-entropy loss.")
+    loss: str = key(
+        "cross_entropy",
+        "The training token loss: cross_entropy, or one a --user_dir module registered with textbox.register_loss "
+        "(docs/extending.md); it is handed label_smoothing. The validation loss (and perplexity) stays the plain "
+        "cross-entropy, comparable between runs.")
     decoder_model_path: str | None = key(
         None,
         "Decoder checkpoint of an encoder-decoder pair (model=bert2bert / encoder_decoder); default: model_path.")
@@ -432,9 +442,16 @@ class Valid:
         "logging_steps, tracker, do_test, metrics, ...). Not recorded in config.yaml.")
     max_save: int = key(
         2,
-        "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 2 = checkpoint_best "
-        "and checkpoint_last (which --resume continues; always kept), n > 2 adds the n-2 latest checkpoint-<step> of "
-        "the validations, -1 keeps every validation's checkpoint-<step>.")
+        "Checkpoints kept, counted as TextBox 2.0 counts them (the best and the latest ones): 0 = none once the run "
+        "ends (checkpoint_best is written for the test pass, then removed), 1 = checkpoint_best only (no "
+        "checkpoint_last: the run cannot be resumed), 2 = checkpoint_best and checkpoint_last (which --resume "
+        "continues), n > 2 adds the n-2 latest checkpoint-<step> of the validations, -1 keeps every validation's "
+        "checkpoint-<step>.")
+    save_optimizer: bool = key(
+        True,
+        "Save the optimiser state (Adam's two moments: twice the weights) in checkpoint_last. False saves the "
+        "weights, schedule, random states and progress only; --resume then refuses the run (an exact resume needs "
+        "the optimiser state): fine-tune from its checkpoint_best with --model_path instead. HF: save_only_model.")
 
 
 # --- evaluation -------------------------------------------------------------------------------

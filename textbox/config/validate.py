@@ -67,10 +67,13 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
     for name in _NON_NEGATIVE:
         if values[name] < 0:
             problems.append(f"{where(name)} must be 0 or more, got {values[name]}")
-    if values["max_save"] not in (-1,) and values["max_save"] < 2:
-        problems.append(f"{where('max_save')} must be -1 (every checkpoint) or at least 2 (checkpoint_best and "
-                        f"checkpoint_last, which --resume continues, are always kept; TextBox 2.0's 0 and 1 kept "
-                        f"fewer), got {values['max_save']}")
+    if values["max_save"] < -1:
+        problems.append(f"{where('max_save')} must be -1 (every checkpoint), 0 (none kept), 1 (checkpoint_best), "
+                        f"2 (and checkpoint_last) or more (and checkpoint-<step>), got {values['max_save']}")
+    if values["resume"] and not values["save_optimizer"]:
+        problems.append(f"--resume=True but {where('save_optimizer')} is False: the run's checkpoint_last holds no "
+                        f"optimiser state, so it cannot continue exactly; start a new run (another --filename), or "
+                        f"fine-tune from its weights with --model_path=<the run directory>/checkpoint_best")
     problems += _averaging_problems(values, where)
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")

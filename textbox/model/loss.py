@@ -15,7 +15,9 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
+from textbox.config import TextBoxUserError
 from textbox.config.families import is_decoder_only_model
+from textbox.model.losses import TokenLoss
 from textbox.utils.labels import IGNORE_INDEX
 
 
@@ -47,10 +49,12 @@ def shifted_right(labels: torch.Tensor, start_token_id: int, pad_token_id: int) 
 
 
 def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],
-                         label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-example summed token loss and per-example target token counts, shape [batch] each."""
+                         label_smoothing: float = 0.0, loss: TokenLoss | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-example summed token loss and per-example target token counts, shape [batch] each. ``loss``: a token
+    loss registered for --loss (textbox.model.losses); None is the cross-entropy."""
     if is_decoder_only_model(unwrapped):
-        return _causal_token_losses(model, unwrapped, batch, label_smoothing)
+        return _causal_token_losses(model, unwrapped, batch, label_smoothing, loss)
     labels = batch["labels"]
     scored = labels != IGNORE_INDEX
     with scored_rows_only(model, unwrapped, scored) as packing:
@@ -60,8 +64,10 @@ def forward_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
     if packing.packed:
         _check_packed(logits, scored, unwrapped)
         token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
-        token_loss[scored] = F.cross_entropy(logits[0], labels[scored], label_smoothing=label_smoothing,
-                                             reduction="none")
+        token_loss[scored] = _per_token(loss, logits[0], labels[scored], label_smoothing)
+    elif loss is not None:
+        token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
+        token_loss[scored] = _per_token(loss, logits[scored], labels[scored], label_smoothing)
     else:
         # Flattened (tokens, vocab) rows: twice as fast as cross_entropy over a transposed (batch, vocab, time) view.
         token_loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
@@ -116,7 +122,7 @@ def scored_rows_only(model: torch.nn.Module, unwrapped: torch.nn.Module, scored:
 
 
 def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, batch: dict[str, torch.Tensor],
-                         label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+                         label_smoothing: float, loss: TokenLoss | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits at t score labels at t + 1. Only the target positions are projected onto the vocabulary (and cast to
     float): the source, usually the longer part, costs no output-layer work and no loss memory."""
     labels = batch["labels"][:, 1:]
@@ -133,8 +139,22 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
         logits = logits[:, logits.shape[1] - batch["input_ids"].shape[1]:-1]
         logits = logits[scored].float()
     token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
-    token_loss[scored] = F.cross_entropy(logits, labels[scored], label_smoothing=label_smoothing, reduction="none")
+    token_loss[scored] = _per_token(loss, logits, labels[scored], label_smoothing)
     return token_loss.sum(dim=1), scored.sum(dim=1)
+
+
+def _per_token(loss: TokenLoss | None, logits: torch.Tensor, labels: torch.Tensor,
+               label_smoothing: float) -> torch.Tensor:
+    """One loss per scored token: the cross-entropy, or a registered loss's, whose result is checked (a wrong
+    shape would otherwise be broadcast into a silently wrong sum)."""
+    if loss is None:
+        return F.cross_entropy(logits, labels, label_smoothing=label_smoothing, reduction="none")
+    values = loss(logits, labels, label_smoothing)
+    if not isinstance(values, torch.Tensor) or values.shape != labels.shape:
+        shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+        raise TextBoxUserError(f"the --loss function {getattr(loss, '__qualname__', loss)!r} returned {shape} for "
+                               f"{tuple(labels.shape)} tokens: it must return one loss per token")
+    return values
 
 
 def target_tokens(batch: dict[str, torch.Tensor]) -> int:

@@ -10,6 +10,7 @@ the config checks), so torch is imported here at the top like everything else.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 import dataclasses
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run
                                       plan_run_dir, write_run_config)
 from textbox.pipeline.trackers import finish_trackers, start_trackers
 from textbox.pipeline.validation import OnValidation, RunValidation
-from textbox.trainer.checkpoint import BEST, LAST, check_resume_files, find_resume_dir, planned_validations
+from textbox.trainer.checkpoint import (BEST, LAST, check_resume_files, find_resume_dir, keeps_best,
+                                       planned_validations)
 from textbox.trainer.context import RunContext, TrainerContext
 from textbox.trainer.disks import copy_to_other_disks, disk_layout, writes_checkpoints
 from textbox.trainer.loaders import steps_per_epoch
@@ -100,7 +102,8 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
     main_process_first(accelerator, lambda: evaluator.choose_engines(built.model, decodes))
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
-        needed = peak_checkpoint_bytes(weight_bytes(built.model), config.max_save, _validations_ahead(run, built))
+        needed = peak_checkpoint_bytes(weight_bytes(built.model), config.max_save, _validations_ahead(run, built),
+                                       config.save_optimizer)
         check_free_space(run.run_dir, needed, accelerator)
     make_run_dir(run.run_dir, config, accelerator)
     if accelerator.is_main_process:
@@ -110,6 +113,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         results, examples = _fit_and_evaluate(run, built, evaluator, on_validation)
         finish_trackers(run, results)  # test/* and best/*; TensorBoard's HPARAMS table
         write_results(run, results, started, examples)
+        _drop_checkpoints_not_kept(run)
     except BaseException as error:
         shown = failed(run, error)
         if shown is error:
@@ -118,6 +122,15 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return results
+
+
+def _drop_checkpoints_not_kept(run: RunContext) -> None:
+    """--max_save=0 (TextBox 2.0's "no checkpoint"): the checkpoint_best training wrote served the test pass;
+    once results.json is written it goes too."""
+    if run.config.do_train and not keeps_best(run.config.max_save) and writes_checkpoints(run.accelerator):
+        shutil.rmtree(run.run_dir / BEST, ignore_errors=True)
+        run.logger.info(f"--max_save=0: removed {run.run_dir / BEST} (the test pass has read it)")
+    run.accelerator.wait_for_everyone()
 
 
 def _validations_ahead(run: RunContext, built: Built) -> int:

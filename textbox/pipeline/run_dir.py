@@ -19,7 +19,7 @@ from textbox.config.run_config import RUN_CONFIG as CONFIG_FILE
 from textbox.config.run_config import (FAILED_MARKER, LAST_CHECKPOINT, RUN_IDENTITY, failed_before_first_checkpoint,
                                        nothing_to_continue)
 from textbox.pipeline.processes import raise_on_every_process
-from textbox.trainer.checkpoint import step_checkpoints_kept
+from textbox.trainer.checkpoint import keeps_last, step_checkpoints_kept
 from textbox.utils import yaml_numbers
 from textbox.utils.atomic import aside, write_text_atomic
 from textbox.utils.paths import existing_ancestor
@@ -147,13 +147,14 @@ def _unwritable(run_dir: Path, saved_dir: str) -> str | None:
     return None
 
 
-def peak_checkpoint_bytes(parameter_bytes: int, max_save: int, validations: int) -> int:
+def peak_checkpoint_bytes(parameter_bytes: int, max_save: int, validations: int, save_optimizer: bool = True) -> int:
     """Disk a run's checkpoints may need at once: checkpoint_best and checkpoint_last exist twice while a new
-    version replaces the old; checkpoint_last holds the weights and up to two optimiser moments (Adam) of the
-    same size; each of the run's ``validations`` writes a checkpoint-<step>, of which max_save - 2 are kept (one
-    more while the oldest is pruned), every one with max_save=-1."""
+    version replaces the old; checkpoint_last holds the weights and, unless --save_optimizer=False, up to two
+    optimiser moments (Adam) of the same size, and is not written with --max_save=0 or 1 (checkpoint_best is, even
+    with 0: the test pass reads it); each of the run's ``validations`` writes a checkpoint-<step>, of which
+    max_save - 2 are kept (one more while the oldest is pruned), every one with max_save=-1."""
     best = parameter_bytes
-    last = 3 * parameter_bytes
+    last = (3 if save_optimizer else 1) * parameter_bytes if keeps_last(max_save) else 0
     kept = step_checkpoints_kept(max_save)
     written = validations if kept is None else min(kept, validations) + (validations > kept > 0)
     return 2 * best + 2 * last + written * parameter_bytes

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shutil
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar, cast
 
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
@@ -56,9 +57,10 @@ def save_model(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreT
     accelerator.wait_for_everyone()
 
 
-def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState) -> None:
+def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState, optimizer: bool = True) -> None:
     """accelerate's save_state into a shared temporary directory (every process writes its own RNG file),
-    then the same two-rename swap as atomic_directory, by the main process."""
+    then the same two-rename swap as atomic_directory, by the main process. ``optimizer=False``
+    (--save_optimizer=False) leaves the optimiser state out: no optimizer.bin."""
     final = Path(run_dir) / LAST
     tmp = Path(run_dir) / f".{LAST}.tmp"
     if writes_checkpoints(accelerator):
@@ -66,12 +68,28 @@ def save_resume_state(accelerator: Accelerator, run_dir: Path, state: TrainState
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
     with staged(tmp, LAST):  # a failed save leaves no partial copy behind; a full disk is a NoSpaceLeft
-        accelerator.save_state(str(tmp))
+        with _optimizers_left_out(accelerator, not optimizer):
+            accelerator.save_state(str(tmp))
         accelerator.wait_for_everyone()
         if writes_checkpoints(accelerator):
             (tmp / TRAIN_STATE_FILE).write_text(state.to_json(), encoding="utf-8")
             swap_in(tmp, final)
     accelerator.wait_for_everyone()
+
+
+@contextmanager
+def _optimizers_left_out(accelerator: Accelerator, leave_out: bool) -> Iterator[None]:
+    """save_state saves every optimiser registered with the Accelerator (its ``_optimizers``, which accelerate
+    offers no switch for): hidden while it saves, restored whatever happens."""
+    if not leave_out:
+        yield
+        return
+    registered = accelerator._optimizers
+    accelerator._optimizers = []
+    try:
+        yield
+    finally:
+        accelerator._optimizers = registered
 
 
 def find_resume_dir(run_dir: Path) -> Path | None:
@@ -203,6 +221,18 @@ def step_checkpoints_kept(max_save: int) -> int | None:
     """How many checkpoint-<step> directories --max_save keeps (None: all). max_save counts as TextBox 2.0 did,
     the best and the latest: checkpoint_best and checkpoint_last are two of them."""
     return None if max_save == -1 else max(max_save - 2, 0)
+
+
+def keeps_last(max_save: int) -> bool:
+    """Whether checkpoint_last (what --resume continues) is written: not with --max_save=0 or 1, TextBox 2.0's
+    "no checkpoint" and "the best one only"."""
+    return max_save == -1 or max_save >= 2
+
+
+def keeps_best(max_save: int) -> bool:
+    """Whether checkpoint_best outlives the run: --max_save=0 keeps nothing (the test pass still reads it, then
+    the run removes it)."""
+    return max_save != 0
 
 
 def planned_validations(config: Config, steps_per_epoch: int) -> int:

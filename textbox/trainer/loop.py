@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
+from accelerate.utils import DistributedType
 from tqdm.auto import tqdm
 
 from textbox.config import RunInterrupted, TextBoxError, TextBoxUserError
+from textbox.model import losses
 from textbox.model.loss import forward_token_losses, target_tokens
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
@@ -68,6 +71,8 @@ class Trainer:
         self._train_forward: torch.nn.Module = context.model
         self._last_valid: dict[str, float] = {}  # the latest validation's figures
         self._validation: ValidationHook | None = None
+        # --loss: a registered token loss, or None for the built-in cross-entropy (its faster path)
+        self._token_loss = None if self.config.loss == losses.CROSS_ENTROPY else losses.token_loss(self.config.loss)
 
     # --- training -----------------------------------------------------------------------------
     def fit(self, train_data: datasets.Dataset, validation: ValidationHook | None = None) -> TrainState:
@@ -103,6 +108,9 @@ class Trainer:
         total_steps = config.max_steps or config.epochs * steps_per_epoch
         epochs = math.ceil(total_steps / steps_per_epoch)
         # optimiser and schedule: ours, or the DeepSpeed engine's when its config defines them (trainer.sharding)
+        if not config.save_optimizer and accelerator.distributed_type == DistributedType.DEEPSPEED:
+            raise TextBoxUserError("--save_optimizer=False cannot be honoured under DeepSpeed, whose engine saves its "
+                                   "optimiser state with its own checkpoint: drop --save_optimizer=False")
         self.model, optimizer, scheduler = prepare_training(config, accelerator, self.model, total_steps)
         self._train_forward = self._compiled(self.model) if config.compile else self.model
         accelerator.register_for_checkpointing(scheduler)
@@ -206,7 +214,13 @@ class Trainer:
                          f"{self.state.batches_in_epoch} batch(es) into the epoch")
 
     def _save_resume_state(self) -> None:
-        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state)
+        """checkpoint_last, unless --max_save (0 or 1) keeps none: then one a resume left behind is removed, so
+        that the run directory holds what --max_save says."""
+        if not checkpoint.keeps_last(self.config.max_save):
+            if checkpoint.writes_checkpoints(self.accelerator):
+                shutil.rmtree(self.run_dir / checkpoint.LAST, ignore_errors=True)
+            return
+        checkpoint.save_resume_state(self.accelerator, self.run_dir, self.state, self.config.save_optimizer)
         self.resume_step = self.state.step
 
     def _stop_if_signalled(self, request: StopRequest) -> None:
@@ -214,6 +228,10 @@ class Trainer:
         if self._sum_over_processes([1 if request.requested else 0])[0] == 0:
             return
         self._save_resume_state()
+        if not checkpoint.keeps_last(self.config.max_save):
+            raise RunInterrupted(f"interrupted at step {self.state.step}; --max_save={self.config.max_save} keeps no "
+                                 f"{checkpoint.LAST}, so the run cannot be resumed (its best weights so far are in "
+                                 f"{self.best_dir}, if a validation wrote it)", request.exit_code or 130)
         raise RunInterrupted(f"interrupted at step {self.state.step}; saved {self.run_dir / checkpoint.LAST}; "
                              f"continue with --resume=True --saved_dir={self.config.saved_dir} "
                              f"--filename={self.run_dir.name}, or simply --model_path={self.run_dir}",
@@ -232,7 +250,7 @@ class Trainer:
             syncing = index == len(batches) - 1  # gradients are all-reduced once per window
             with contextlib.nullcontext() if syncing else accelerator.no_sync(self.model):
                 sums, _ = forward_token_losses(self._train_forward, accelerator.unwrap_model(self.model), batch,
-                                               self.config.label_smoothing)
+                                               self.config.label_smoothing, self._token_loss)
                 batch_loss = sums.sum()
                 if torch.isfinite(batch_loss):
                     loss_sum, tokens = loss_sum + batch_loss.item(), tokens + target_tokens(batch)
@@ -286,7 +304,9 @@ class Trainer:
             self.logger.warning(f"optimiser step {step}: skipped {found} batch(es) with a NaN/inf loss"
                                 + ("" if finite_tokens else "; no batch was left: no update at this step"))
             return finite_tokens
-        if self.resume_step is None:
+        if self.resume_step is None and self.best_dir.exists():  # --max_save=0 or 1: no checkpoint_last
+            kept = f"{self.best_dir} holds the best weights so far (--max_save={self.config.max_save}: no resume)"
+        elif self.resume_step is None:
             kept = "no checkpoint had been saved yet"
         else:
             kept = (f"the last good checkpoints are {self.run_dir / checkpoint.LAST} (step {self.resume_step}; "
@@ -357,8 +377,8 @@ class Trainer:
         if kept != 0:
             checkpoint.save_model(self.accelerator, self.model, self.tokenizer,
                                   self.run_dir / f"checkpoint-{self.state.step}", self.efficient)
-            if kept is not None and checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own
-                checkpoint.prune_step_checkpoints(self.run_dir, kept)
+        if kept is not None and checkpoint.writes_checkpoints(self.accelerator):  # each machine prunes its own
+            checkpoint.prune_step_checkpoints(self.run_dir, kept)  # a resume may have lowered --max_save
         self._save_resume_state()
         self.model.train()
         hook.validated(self.state.step, validation)

@@ -89,6 +89,14 @@ def test_peak_checkpoint_bytes_counts_every_copy_on_disk_at_once():
     assert run_dirs.peak_checkpoint_bytes(100, max_save=5, validations=2) == 1000  # only 2 are ever written
 
 
+def test_peak_checkpoint_bytes_counts_what_max_save_0_and_1_and_save_optimizer_keep():
+    """checkpoint_best (twice while replaced) alone with max_save 0 or 1; checkpoint_last without the two moments."""
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=1, validations=10) == 200
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=0, validations=10) == 200  # the test pass reads it
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=2, validations=10, save_optimizer=False) == 400
+    assert run_dirs.peak_checkpoint_bytes(100, max_save=5, validations=10, save_optimizer=False) == 800
+
+
 def test_max_save_minus_one_counts_the_checkpoint_of_every_validation_the_run_will_do():
     """Was: -1 counted as one checkpoint-<step>, so a run validating 40 times passed the check and filled the disk."""
     assert run_dirs.peak_checkpoint_bytes(100, max_save=-1, validations=40) == 800 + 40 * 100

@@ -188,8 +188,8 @@ def nan_loss_at_training_call(monkeypatch, call: int) -> None:
     forward = loop.forward_token_losses
     calls = {"training": 0}
 
-    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
-        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0, loss=None):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing, loss)
         if unwrapped.training:
             calls["training"] += 1
             if calls["training"] == call:
@@ -251,3 +251,54 @@ def test_a_metric_failing_on_the_valid_split_stops_only_when_it_chooses_the_best
     with pytest.raises(TextBoxError, match=r"metrics_for_best_model \(default\): bert_score-f1 could not be "
                                            r"computed on the valid split \(bert_score: bert_score_model_path="):
         validation(trainer).validate(trainer.model)
+
+
+@pytest.mark.parametrize("max_save", [0, 1])
+def test_max_save_0_and_1_keep_checkpoint_best_alone_during_training(make_trainer, train_data, validation, max_save):
+    """TextBox 2.0's 1 = the best checkpoint only; its 0 keeps nothing once the run ends, but the test pass still
+    reads checkpoint_best (the pipeline removes it after results.json): the trainer keeps the same for both."""
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, max_save=max_save)
+    trainer.fit(train_data, validation(trainer))
+    assert sorted(path.name for path in trainer.run_dir.iterdir() if path.name.startswith("checkpoint")) == \
+        ["checkpoint_best"]
+    assert (trainer.run_dir / "checkpoint_best" / "model.safetensors").is_file()
+
+
+def test_max_save_1_on_a_resume_removes_the_checkpoint_last_it_continued(make_trainer, train_data, validation):
+    trainer = make_trainer(valid_strategy="step", valid_steps=1, max_steps=2)
+    trainer.fit(train_data, validation(trainer))
+    assert (trainer.run_dir / "checkpoint_last").is_dir()
+    resumed = make_trainer(valid_strategy="step", valid_steps=1, max_steps=3, max_save=1, resume=True)
+    assert resumed.fit(train_data, validation(resumed)).step == 3
+    assert not (trainer.run_dir / "checkpoint_last").exists() and (trainer.run_dir / "checkpoint_best").is_dir()
+
+
+def test_save_optimizer_false_leaves_the_optimiser_state_out_of_checkpoint_last(make_trainer, train_data):
+    full = make_trainer(max_steps=2)
+    full.fit(train_data, None)
+    files = {path.name for path in (full.run_dir / "checkpoint_last").iterdir()}
+    assert "optimizer.bin" in files  # the comparison below means something
+    (full.run_dir / "checkpoint_last").rename(full.run_dir / "with_optimizer")
+    lean = make_trainer(max_steps=2, save_optimizer=False)
+    lean.fit(train_data, None)
+    assert {path.name for path in (lean.run_dir / "checkpoint_last").iterdir()} == files - {"optimizer.bin"}
+    assert lean.accelerator._optimizers  # the optimiser is registered again after the save
+
+
+def test_a_registered_loss_trains_the_model(make_trainer, train_data, monkeypatch):
+    """--loss names a textbox.register_loss function: twice the cross-entropy logs twice the first step's loss
+    (taken before any update, from the same initial weights); an unknown name is a config problem."""
+    from tests.helpers import problems
+    from textbox.model import losses
+
+    monkeypatch.setattr(losses, "_LOSSES", dict(losses._LOSSES))  # the registry is process-wide
+    losses.register_loss("doubled", lambda logits, labels, smoothing: 2 * F.cross_entropy(logits, labels,
+                                                                                            reduction="none"))
+    first = []
+    for loss in ("cross_entropy", "doubled"):
+        trainer = make_trainer(max_steps=1, logging_steps=1, loss=loss)
+        trainer.fit(train_data, None)
+        first.append(metric_rows(trainer.run_dir, "train")[0]["loss"])
+        (trainer.run_dir / "metrics.jsonl").unlink()
+    assert first[1] == pytest.approx(2 * first[0], rel=1e-5)
+    assert any("unknown loss 'dubled'; did you mean 'doubled'?" in problem for problem in problems("--loss=dubled"))

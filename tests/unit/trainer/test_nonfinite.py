@@ -76,8 +76,8 @@ def nan_loss_for(monkeypatch, poisoned: list[int] | None) -> None:
     (every training batch when None)."""
     forward = loop.forward_token_losses
 
-    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0):
-        sums, counts = forward(model, unwrapped, batch, label_smoothing)
+    def forward_with_nan(model, unwrapped, batch, label_smoothing=0.0, loss=None):
+        sums, counts = forward(model, unwrapped, batch, label_smoothing, loss)
         row = batch["input_ids"][0].tolist()
         if unwrapped.training and (poisoned is None or row[:len(poisoned)] == poisoned):
             return sums * NAN, counts

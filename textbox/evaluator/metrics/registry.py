@@ -20,6 +20,7 @@ from textbox.utils.suggest import suggest
 
 Options = Mapping[str, Any]
 Goal = Literal["max", "min"] | None
+MetricFunction = Callable[[MetricInputs, Options], "MetricResult | Mapping[str, float]"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class Metric:
     # The range its figures can take, on the scale reported (None: unbounded on that side): intervals of a figure
     # (bootstrap, seed studies) are kept inside it.
     bounds: tuple[float | None, float | None] = (0.0, 100.0)
+    # A metric registered from the user's code (register_metric): the function itself, not a module of this package.
+    call: MetricFunction | None = None
 
 
 UNBOUNDED_ABOVE = (0.0, None)
@@ -86,6 +89,34 @@ _METRICS: dict[str, Metric] = {
     "perplexity": Metric("perplexity", "perplexity", lambda o: ["perplexity"], "exp of the model's loss",
                          goal="min", needs_loss=True, bounds=(1.0, None)),
 }
+
+_BUILT_IN = frozenset(_METRICS)
+
+
+def register_metric(name: str, function: MetricFunction, figures: Sequence[str] | None = None, *,
+                    goal: Goal = "max", summary: str = "", needs_sources: bool = False,
+                    bounds: tuple[float | None, float | None] = (None, None)) -> None:
+    """Make metric ``name`` (lowercase) usable in --metrics and --metrics_for_best_model, computed by
+    ``function(inputs, options)``: ``inputs`` a MetricInputs (hypotheses, references per example, sources, loss),
+    ``options`` every config key; it returns its figures, {figure: value} or a MetricResult. ``figures`` (default:
+    [name]) are the names it returns, ``goal`` whether higher ("max") or lower ("min") is better (None: neither),
+    ``bounds`` the range they can take (None: unbounded on that side; intervals of the figure are kept inside it).
+    Called from a --user_dir module (docs/extending.md); ValueError for a built-in name or a bad declaration."""
+    if not isinstance(name, str) or not name or name != name.lower() or not name.replace("_", "").isalnum():
+        raise ValueError(f"register_metric: the name must be lowercase letters, digits and _, got {name!r}")
+    if name in _BUILT_IN:
+        raise ValueError(f"register_metric: {name!r} is a built-in metric; choose another name")
+    if not callable(function):
+        raise ValueError(f"register_metric({name!r}): the function is not callable: {function!r}")
+    outputs = [name] if figures is None else list(figures)
+    if not outputs or not all(isinstance(figure, str) and figure == figure.lower() for figure in outputs):
+        raise ValueError(f"register_metric({name!r}): figures must be lowercase names, got {figures!r}")
+    if goal not in ("max", "min", None):
+        raise ValueError(f"register_metric({name!r}): goal must be 'max', 'min' or None, got {goal!r}")
+    where = f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
+    _METRICS[name] = Metric(where, where, lambda options: list(outputs), summary or f"registered by {where}",
+                            goal=goal, needs_sources=needs_sources, bounds=bounds, call=function)
+
 
 # TextBox 2.0's metrics with no counterpart here, and why.
 REFUSED_METRICS = {
@@ -356,5 +387,24 @@ def _run(name: str, metric: Metric, inputs: MetricInputs, settings: Options) -> 
     if metric.needs_loss and inputs.loss is None:
         raise TextBoxUserError(f"metric {name!r} needs the model's loss, so it is only computed when a model is "
                                "evaluated (run_textbox.py), not on text files")
+    if metric.call is not None:
+        return _registered_result(name, metric, metric.call(inputs, settings), settings)
     module = importlib.import_module(f"{__package__}.{metric.module}")
     return getattr(module, metric.function)(inputs, settings)
+
+
+def _registered_result(name: str, metric: Metric, result: object, settings: Options) -> MetricResult:
+    """A registered function's figures, as declared (a missing or extra figure would surface far from its cause:
+    the best-model choice or a study's table): results.json's details name the function that computed them."""
+    if isinstance(result, MetricResult):
+        scores, details = dict(result.scores), dict(result.details)
+    elif isinstance(result, Mapping):
+        scores, details = dict(result), {"function": metric.function}
+    else:
+        raise TextBoxUserError(f"metric {name!r} ({metric.function}) returned {type(result).__name__}; it must "
+                               f"return {{figure: value}} or a MetricResult")
+    declared = metric.figures(settings)
+    if sorted(scores) != sorted(declared) or not all(isinstance(v, (int, float)) for v in scores.values()):
+        raise TextBoxUserError(f"metric {name!r} ({metric.function}) returned {scores!r}; register_metric declared "
+                               f"the figures {declared} (numbers)")
+    return MetricResult({figure: float(value) for figure, value in scores.items()}, details)

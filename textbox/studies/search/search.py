@@ -93,6 +93,9 @@ def _plan(argv: list[str]) -> _SearchPlan:
     if not (base.do_train and base.do_valid):
         raise TextBoxUserError("run_hyper chooses trials on validation figures: it needs --do_train=True and "
                                "--do_valid=True")
+    if base.max_save == 0:
+        raise TextBoxUserError("run_hyper tests the best trial's checkpoint_best, which --max_save=0 removes when the "
+                               "trial ends: use --max_save=1 (checkpoint_best alone, the least a search can keep)")
     optimizer = Optimizer(entries, get_algorithm(options["algo"]), base.seed)
     max_evals = _max_evals(options, optimizer)
     directory = study_directory(base, "hyper")

@@ -133,3 +133,38 @@ def test_other_tools_metric_names_get_ours_as_the_suggestion():
     assert all("did you mean 'rouge' (one metric: its figures rouge-1..N" in p for p in problems[1:3])
     assert "did you mean 'bert_score'?" in problems[3]
 
+
+
+@pytest.fixture
+def registered():
+    """Metrics a test registers, removed afterwards (the registry is process-wide)."""
+    from textbox.evaluator.metrics import registry
+
+    before = dict(registry._METRICS)
+    yield registry
+    registry._METRICS.clear()
+    registry._METRICS.update(before)
+
+
+def test_a_registered_metric_is_named_checked_and_computed_like_a_built_in_one(registered):
+    """Its figures choose the best model with its goal; compute_metrics calls it on the (lower-cased) inputs."""
+    seen = []
+
+    def shouting(inputs, options):
+        seen.append(inputs.hypotheses)
+        return {"shout": 1.0, "shout-words": float(sum(len(h.split()) for h in inputs.hypotheses))}
+
+    registered.register_metric("shout", shouting, ["shout", "shout-words"], goal="min")
+    assert registered.metric_outputs("SHOUT", {}) == ["shout", "shout-words"]
+    assert registered.figure_goal("shout-words", {}) == "min"
+    report = registered.compute_metrics(["shout"], ["A B", "c"], [["a"], ["c"]], options={"lower_evaluation": True})
+    assert report.scores == {"shout": 1.0, "shout-words": 3.0} and seen == [["a b", "c"]]
+    assert report.details["shout"]["function"].endswith("shouting")
+
+
+def test_register_metric_refuses_a_built_in_name_and_a_function_that_returns_other_figures(registered):
+    with pytest.raises(ValueError, match="'bleu' is a built-in metric"):
+        registered.register_metric("bleu", lambda inputs, options: {"bleu": 1.0})
+    registered.register_metric("half", lambda inputs, options: {"other": 1.0})
+    with pytest.raises(TextBoxUserError, match=r"returned \{'other': 1.0\}; register_metric declared the figures"):
+        registered.compute_metrics(["half"], ["a"], [["a"]])

@@ -185,6 +185,8 @@ def test_errors_given_before_any_trial(search_args, tmp_path):
         run_search([*search_args, f"--space={continuous}"], runner=fake_run)
     with pytest.raises(TextBoxUserError, match="needs --do_train=True and --do_valid=True"):
         run_search([*search_args, "--do_valid=False"], runner=fake_run)
+    with pytest.raises(TextBoxUserError, match="checkpoint_best, which --max_save=0 removes .* use --max_save=1"):
+        run_search([*search_args, "--max_save=0"], runner=fake_run)
     with pytest.raises(ConfigError, match="--algo must be one of"):
         run_search([*search_args, "--algo=grid"], runner=fake_run)
     assert CALLS == []
