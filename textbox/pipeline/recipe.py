@@ -31,10 +31,12 @@ from textbox.data.split import Split
 from textbox.data.tokenize import tokenize_splits
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
-from textbox.decoding.generate import write_generations
+from textbox.decoding.generate import generation_settings, write_generations
+from textbox.model.adapter_files import inner_model
 from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
+from textbox.model.run_generation import record_run_generation
 from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
@@ -159,6 +161,9 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
             logger.info(f"{name}: {len(split)} examples")
         record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
         fitted = record.fitting.config if record.fitting is not None else config
+        # the run's generation settings in its checkpoints' generation_config.json (textbox.model.run_generation)
+        record_run_generation(inner_model(record.model), generation_settings(fitted.generation_kwargs,
+                                                                             fitted.tgt_len), logger.warning)
         tokenized = tokenize_splits(fitted, splits, record.tokenizer, logger.info)
         return Built(splits, record.model, record.tokenizer, tokenized, fitted, record.efficient,
                      record.fitting.record() if record.fitting is not None else {})
