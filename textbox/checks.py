@@ -23,6 +23,7 @@ from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
 from textbox.model import checks as models
 from textbox.trainer import schedules
+from textbox.utils.hub import push_problems
 
 
 def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object] | None = None,
@@ -52,10 +53,11 @@ def check_config(config: Config) -> None:
 
 def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
-    decoding engine, generation settings."""
+    decoding engine, generation settings, and whether --push_to_hub can push."""
     return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
-            *schedules.problems(config)]
+            *schedules.problems(config),
+            *push_problems(config["push_to_hub"], config["hub_model_id"], config["hub_private"], config["do_train"])]
 
 
 def raise_problems(problems: list[str]) -> None:

@@ -17,15 +17,39 @@ GENERATION = {"num_beams": 3, "early_stopping": True, "length_penalty": 0.6}  # 
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    """A short (under-trained: beam search and greedy decoding then differ) beam-search run."""
+def pushed(tmp_path_factory) -> tuple[Path, dict[str, object]]:
+    """A short (under-trained: beam search and greedy decoding then differ) beam-search run with --push_to_hub,
+    online with a token as far as the run can tell, the hub's API replaced: what it was handed is recorded."""
+    from huggingface_hub import HfApi, RepoUrl
+
     work = tmp_path_factory.mktemp("sharing")
     data = make_copy_dataset(work / "copy")
+    calls: dict[str, object] = {}
+
+    def create_repo(self, repo_id, **options):
+        calls["create_repo"] = (repo_id, options)
+        return RepoUrl(f"https://huggingface.co/{repo_id}")
+
+    def upload_folder(self, **options):
+        calls["upload_folder"] = options
+        calls["files"] = sorted(path.name for path in Path(options["folder_path"]).iterdir())
+
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--epochs=15", "--filename=run",
             f"--generation_kwargs={GENERATION}", "--metrics=['bleu']", "--valid_strategy=epoch",
-            "--decoding_backend=transformers"]
-    assert run_in_process(args, cwd=work) == 0
-    return work / "saved" / "run"
+            "--decoding_backend=transformers", "--push_to_hub=True", "--hub_model_id=me/copy-model",
+            "--hub_private=True"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "0")  # huggingface_hub itself stays offline: it read the variable on import
+        patch.setenv("HF_TOKEN", "hf_not_a_real_token")
+        patch.setattr(HfApi, "create_repo", create_repo)
+        patch.setattr(HfApi, "upload_folder", upload_folder)
+        assert run_in_process(args, cwd=work) == 0
+    return work / "saved" / "run", calls
+
+
+@pytest.fixture(scope="module")
+def run(pushed) -> Path:
+    return pushed[0]
 
 
 def _plain_generate(checkpoint: Path, sources: list[str], **arguments: object) -> list[str]:
@@ -50,3 +74,32 @@ def test_checkpoint_best_alone_decodes_as_the_run_did_on_both_engines(run: Path,
     tested = run.parent / "ct2"
     assert "decoding with ctranslate2: --decoding_backend=ctranslate2" in (tested / "project.log").read_text()
     assert (tested / "generation.txt").read_text().splitlines() == generated
+
+
+def test_push_to_hub_creates_the_repository_and_uploads_checkpoint_best_with_its_card(pushed):
+    run, calls = pushed
+    assert calls["create_repo"] == ("me/copy-model", {"private": True, "repo_type": "model", "exist_ok": True})
+    upload = calls["upload_folder"]
+    assert (upload["repo_id"], Path(upload["folder_path"]), upload["repo_type"]) == (
+        "me/copy-model", run / "checkpoint_best", "model")
+    assert {"README.md", "config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} <= set(
+        calls["files"])
+    assert "pushed " in (run / "project.log").read_text()
+
+
+def test_the_model_card_has_the_runs_figures_scoring_and_versions(run: Path):
+    import json
+
+    import yaml
+
+    card = (run / "checkpoint_best" / "README.md").read_text()
+    _, front_text, body = card.split("---\n", 2)
+    front = yaml.safe_load(front_text)
+    results = json.loads((run / "results.json").read_text())
+    assert (front["library_name"], front["datasets"], front["metrics"]) == ("transformers", ["copy"], ["bleu"])
+    assert "textbox" in front["tags"]
+    figures = {entry["name"]: entry["value"] for entry in front["model-index"][0]["results"][0]["metrics"]}
+    assert figures == results["test"] and figures
+    assert results["metric_details"]["bleu"]["signature"] in body  # how the figures were scored
+    assert f"| transformers | {results['versions']['transformers']} |" in body
+    assert '"num_beams": 3' in body and "| tgt_len | `16` |" in body

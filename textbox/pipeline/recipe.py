@@ -23,7 +23,7 @@ from accelerate.utils import set_seed
 from transformers import PreTrainedTokenizerBase
 
 from textbox.checks import check_config
-from textbox.config import Config
+from textbox.config import Config, TextBoxError
 from textbox.config.launcher import agreed_launch
 from textbox.data.collate import make_collator
 from textbox.data.readers import read_source_only_splits, read_splits
@@ -40,6 +40,7 @@ from textbox.model.run_generation import record_run_generation
 from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
+from textbox.pipeline.model_card import write_model_card
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, tracker_hparams, write_run_config)
@@ -51,6 +52,7 @@ from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
 from textbox.trainer.signals import raise_on_signals
 from textbox.utils.atomic import remove_stale_staging, restore_interrupted
+from textbox.utils.hub import push_folder
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, object]:
@@ -115,9 +117,26 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         if shown is error:
             raise
         raise shown from error
+    if accelerator.is_main_process and config.do_train and (run.run_dir / BEST).is_dir():
+        write_model_card(config, run.run_dir / BEST, results, logger)  # costs the card alone if it fails
     accelerator.wait_for_everyone()
     accelerator.end_training()
+    if accelerator.is_main_process and config.push_to_hub:  # the other processes are done: a failure ends this one
+        push_checkpoint(run)
     return results
+
+
+def push_checkpoint(run: RunContext) -> None:
+    """checkpoint_best (with its model card) uploaded to --hub_model_id (default the run directory's name); a
+    failed upload is one error line, the run and its files complete."""
+    best, repo_id = (run.run_dir / BEST).absolute(), run.config.hub_model_id or run.run_dir.name
+    try:
+        url = push_folder(best, repo_id, run.config.hub_private)
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TextBoxError(f"push_to_hub: uploading {best} to the hub repository {repo_id!r} failed ({reason}); the "
+                           f"run is complete: upload it with `hf upload {repo_id} {best}`") from error
+    run.logger.info(f"pushed {best} to {url}")
 
 
 def _validations_ahead(run: RunContext, built: Built) -> int:
