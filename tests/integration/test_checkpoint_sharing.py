@@ -103,3 +103,56 @@ def test_the_model_card_has_the_runs_figures_scoring_and_versions(run: Path):
     assert results["metric_details"]["bleu"]["signature"] in body  # how the figures were scored
     assert f"| transformers | {results['versions']['transformers']} |" in body
     assert '"num_beams": 3' in body and "| tgt_len | `16` |" in body
+
+
+def _translated(directory: Path, sources: list[str], arguments: dict) -> list[str]:
+    import ctranslate2
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(directory)  # the exported tokenizer files
+    translator = ctranslate2.Translator(str(directory), device="cpu", intra_threads=1)
+    batch = [tokenizer.convert_ids_to_tokens(tokenizer(source).input_ids) for source in sources]
+    results = translator.translate_batch(batch, **arguments)
+    return [one_line(tokenizer.decode(tokenizer.convert_tokens_to_ids(result.hypotheses[0]), skip_special_tokens=True))
+            for result in results]
+
+
+def test_the_export_decodes_on_ctranslate2_as_the_checkpoints_generate(run: Path, tmp_path: Path, capsys):
+    import json
+    import shutil
+
+    from textbox.export import main
+
+    sources = (run.parent.parent / "copy" / "test.src").read_text().splitlines()
+    greedy = tmp_path / "greedy"  # settings one CTranslate2 call reproduces: generation_arguments.json is written
+    shutil.copytree(run / "checkpoint_best", greedy)
+    settings = json.loads((greedy / "generation_config.json").read_text())
+    settings.update(num_beams=1, early_stopping=None)
+    (greedy / "generation_config.json").write_text(json.dumps(settings))
+    assert main([f"--model_path={greedy}", f"--output={tmp_path / 'ct2'}"]) == 0
+    arguments = json.loads((tmp_path / "ct2" / "generation_arguments.json").read_text())
+    expected = _plain_generate(greedy, sources)
+    assert _translated(tmp_path / "ct2", sources, arguments) == expected and any(expected)
+
+    # the run's own beam search under forced_eos_token_id: exported, but no plain call reproduces it (said so)
+    assert main([f"--model_path={run / 'checkpoint_best'}", f"--output={tmp_path / 'beams'}",
+                 "--quantization=int8"]) == 0
+    assert "generation_arguments.json not written" in capsys.readouterr().out
+    assert not (tmp_path / "beams" / "generation_arguments.json").exists()
+    assert any(_translated(tmp_path / "beams", sources, {"beam_size": 3}))
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    (["--model_path={missing}", "--output={out}"], "no config.json there"),
+    (["--model_path={best}", "--output={best}"], "exists: give a new directory"),
+    (["--model_path={best}", "--output={out}", "--quantization=int4"], "--quantization='int4' is not one of"),
+    (["--model_path={best}"], "--output missing"),
+])
+def test_bad_export_input_is_one_error_line_and_exit_2(run: Path, tmp_path: Path, capsys, arguments, problem):
+    from textbox.export import main
+
+    paths = {"missing": tmp_path / "missing", "out": tmp_path / "out", "best": run / "checkpoint_best"}
+    assert main([argument.format(**paths) for argument in arguments]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and problem in error and error.count("\n") == 1
+    assert not (tmp_path / "out").exists()
