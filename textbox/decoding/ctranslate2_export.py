@@ -13,7 +13,6 @@ still exported, the file is left out and the export says why. The directory is w
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
