@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from textbox.config.errors import TextBoxUserError
+from textbox.utils.atomic import WriteFailed
 
 USAGE = """usage: python -m textbox.export --model_path=<checkpoint dir> --output=<new dir> [--quantization=<type>]
 
@@ -51,7 +52,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         values = parse(args)
         from textbox.decoding.ctranslate2_cache import CTranslate2Failed
         from textbox.decoding.ctranslate2_export import ARGUMENTS, export_ctranslate2
-        from textbox.utils.atomic import WriteFailed
 
         try:
             exported = export_ctranslate2(Path(values["model_path"]).expanduser(),
