@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textbox.config.errors import TextBoxUserError
 from textbox.decoding.ctranslate2_cache import STORAGE_TYPES, convert, decoder_start_token, plain_model
@@ -23,6 +24,9 @@ from textbox.utils.atomic import atomic_directory
 
 ARGUMENTS = "generation_arguments.json"
 GENERATION_CONFIG = "generation_config.json"
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 QUANTIZATIONS = ("none", *STORAGE_TYPES)  # none: the weights' own type
 
 
@@ -80,11 +84,10 @@ def _check(model_path: Path, output: Path, quantization: str) -> None:
         raise TextBoxUserError(f"--output={output} exists: give a new directory (nothing is overwritten)")
 
 
-def _why_no_plain_call(model: object, directory: Path, kind: str, decoder_only: bool) -> str:
+def _why_no_plain_call(model: PreTrainedModel, directory: Path, kind: str, decoder_only: bool) -> str:
     """Why no one CTranslate2 call decodes as the checkpoint's generate ('' when one does)."""
-    settings = model.generation_config  # type: ignore[attr-defined]
-    problems = unsupported_settings({}, settings, model.config.decoder_start_token_id,  # type: ignore[attr-defined]
-                                    decoder_only)
+    settings = model.generation_config
+    problems = unsupported_settings({}, settings, model.config.decoder_start_token_id, decoder_only)
     if problems:
         return problems[0]
     if decoder_only and settings.max_new_tokens is None and settings.max_length is not None:
