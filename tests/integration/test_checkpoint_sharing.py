@@ -3,6 +3,7 @@
 push to the hub, up to the hub's API (its methods replaced); the CTranslate2 export. One run for all."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def pushed(tmp_path_factory) -> tuple[Path, dict[str, object]]:
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--dataset=copy", "--epochs=15", "--filename=run",
             f"--generation_kwargs={GENERATION}", "--metrics=['bleu']", "--valid_strategy=epoch",
             "--decoding_backend=transformers", "--push_to_hub=True", "--hub_model_id=me/copy-model",
-            "--hub_private=True"]
+            "--hub_private=True", "--max_save=3"]  # max_save=3: one checkpoint-<step> kept too
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "0")  # huggingface_hub itself stays offline: it read the variable on import
         patch.setenv("HF_TOKEN", "hf_not_a_real_token")
@@ -68,6 +69,8 @@ def test_checkpoint_best_alone_decodes_as_the_run_did_on_both_engines(run: Path,
     generated = (run / "generation.txt").read_text().splitlines()
     assert _plain_generate(best, sources) == generated and any(generated)
     assert _plain_generate(best, sources, num_beams=1) != generated  # the beams matter: greedy differs
+    steps = list(run.glob("checkpoint-*"))
+    assert len(steps) == 1 and json.loads((steps[0] / "generation_config.json").read_text())["num_beams"] == 3
 
     common = [f"--model_path={best}", "--do_train=False", "--tracker=none", f"--cache_dir={tmp_path / 'cache'}"]
     assert run_in_process([*common, "--decoding_backend=ctranslate2", "--filename=ct2"], cwd=run.parent.parent) == 0
@@ -88,8 +91,6 @@ def test_push_to_hub_creates_the_repository_and_uploads_checkpoint_best_with_its
 
 
 def test_the_model_card_has_the_runs_figures_scoring_and_versions(run: Path):
-    import json
-
     import yaml
 
     card = (run / "checkpoint_best" / "README.md").read_text()
@@ -118,7 +119,6 @@ def _translated(directory: Path, sources: list[str], arguments: dict) -> list[st
 
 
 def test_the_export_decodes_on_ctranslate2_as_the_checkpoints_generate(run: Path, tmp_path: Path, capsys):
-    import json
     import shutil
 
     from textbox.export import main
