@@ -28,6 +28,7 @@ setup(
         "ctranslate2>=4.5,<5",  # the decoding engine (--decoding_backend); CPU and CUDA in one wheel
         "sentencepiece>=0.2",  # M2M100 and Marian tokenizers read sentencepiece models (--model=m2m_100, marian)
         "jinja2>=3.1",  # chat templates (apply_chat_template renders them; textbox/data/chat.py names their errors)
+        "huggingface_hub>=1.0",  # --push_to_hub (HfApi.create_repo, upload_folder); transformers depends on it too
     ],
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "quantization": ["bitsandbytes>=0.45"],  # --quantization=int8|nf4|fp4 (CPU and CUDA)
@@ -43,5 +44,6 @@ setup(
                                     "textbox-evaluate=textbox.evaluator.score_files:main",
                                     "textbox-analyze=textbox.analysis.command:main",
                                     "textbox-compare=run_analysis:main",
+                                    "textbox-export=textbox.export:main",
                                     "textbox-hyper=run_hyper:main", "textbox-multi-seed=run_multi_seed:main"]},
 )

@@ -25,6 +25,7 @@ from textbox.model import checks as models
 from textbox.model import losses
 from textbox.trainer import schedules
 from textbox.utils.user_dir import import_user_dir
+from textbox.utils.hub import push_problems
 
 
 def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object] | None = None,
@@ -68,10 +69,11 @@ def check_config(config: Config) -> None:
 
 def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
-    decoding engine, generation settings, schedule, training loss."""
+    decoding engine, generation settings, schedule, training loss, and whether --push_to_hub can push."""
     return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
-            *schedules.problems(config), *losses.problems(config)]
+            *schedules.problems(config), *losses.problems(config),
+            *push_problems(config["push_to_hub"], config["hub_model_id"], config["hub_private"], config["do_train"])]
 
 
 def raise_problems(problems: list[str]) -> None:

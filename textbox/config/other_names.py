@@ -40,6 +40,8 @@ KEY_ALIASES: dict[str, str] = {
     "do_eval": "do_valid",
     "do_predict": "do_test",
     "resume_from_checkpoint": "resume",
+    "hub_private_repo": "hub_private",
+    "hub_repo_id": "hub_model_id",
     "early_stopping_patience": "stopping_steps",
     "max_train_samples": "quick_test",
     # fairseq-train

@@ -476,6 +476,16 @@ class Eval:
         5,
         "Test examples logged at the end of the run, each output beside its reference and its shortened source "
         "(spread evenly over the test split, so every run on it shows the same ones); 0 logs none.")
+    push_to_hub: bool = key(
+        False,
+        "After the run (checkpoint_best and its model card written), upload checkpoint_best to the Hugging Face hub "
+        "(creating the repository if needed). Needs a token (HF_TOKEN or `hf auth login`) and a training run; refused "
+        "before anything runs under HF_HUB_OFFLINE=1 or without a token. docs/sharing.md.")
+    hub_model_id: str | None = key(
+        None,
+        "The hub repository --push_to_hub uploads to ('name' in your namespace, or 'organisation/name'); default the "
+        "run directory's name.")
+    hub_private: bool = key(False, "Create the --push_to_hub repository private (an existing one keeps its visibility).")
 
 
 # Speed: length-aware batching (textbox/data/batching.py).

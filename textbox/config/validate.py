@@ -74,6 +74,9 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
         problems.append(f"--resume=True but {where('save_optimizer')} is False: the run's checkpoint_last holds no "
                         f"optimiser state, so it cannot continue exactly; start a new run (another --filename), or "
                         f"fine-tune from its weights with --model_path=<the run directory>/checkpoint_best")
+    if values["push_to_hub"] and values["max_save"] == 0:
+        problems.append(f"{where('push_to_hub')} uploads checkpoint_best, which {where('max_save')}=0 removes once "
+                        f"the run is tested: use --max_save=1 (checkpoint_best alone)")
     problems += _averaging_problems(values, where)
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")

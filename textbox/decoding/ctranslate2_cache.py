@@ -73,7 +73,7 @@ _SCALES_DECODER_OUTPUTS = ("t5", "mt5", "umt5")
 _CONVERSION_REVISION = 2
 _DROPPED_FIELDS = {"bart": {"normalize_before": False}, "mbart": {"normalize_before": True},
                    "pegasus": {"normalize_before": True, "normalize_embedding": False}}
-_STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
+STORAGE_TYPES = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16")
 # Config fields that say where a model came from, not what it computes. save_pretrained sets ``architectures`` and
 # ``dtype`` on the model it saves (the main process's, when it writes checkpoint_best): keyed, they made the other
 # processes of a run convert the same weights again. The weights' dtypes are keyed tensor by tensor, and the
@@ -245,22 +245,30 @@ def _found_or_converted(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBa
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=root, prefix=f".converting-{key}-") as work:
-        config_dir, output = Path(work) / "config", Path(work) / "model"
-        seen = _as_converter_sees_it(model)
-        seen_tokenizer = _tokenizer_as_converter_sees_it(seen, tokenizer)
-        seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
-        try:
-            _InMemoryConverter(seen, seen_tokenizer, str(config_dir)).convert(
-                str(output), quantization=quantization if quantization in _STORAGE_TYPES else None)
-        except Exception as error:  # whatever the converter trips on, the model does not convert
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise CannotConvert(f"CTranslate2's converter cannot convert this {model.config.model_type!r} model "
-                                f"({type(error).__name__}: {reason})") from error
+        output = Path(work) / "model"
+        convert(model, tokenizer, output, quantization)
         _write_record(output)
         _publish(output, target)
     get_logger().info(f"converted the model for CTranslate2 ({quantization}) in {time.perf_counter() - started:.1f} s "
                       f"into {target}")
     return target, True
+
+
+def convert(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, output: Path, quantization: str) -> None:
+    """Convert ``model`` (a plain transformers model: ``plain_model``) into the new directory ``output``, its weights
+    stored as ``quantization`` (one of CTranslate2's storage types, else as they are); CannotConvert if the
+    converter fails. What the cache and the export command (textbox.decoding.ctranslate2_export) both do."""
+    with tempfile.TemporaryDirectory(prefix="textbox-ct2-config-") as config_dir:
+        seen = _as_converter_sees_it(model)
+        seen_tokenizer = _tokenizer_as_converter_sees_it(seen, tokenizer)
+        seen.config.save_pretrained(config_dir)  # the converter reads the config class from here
+        try:
+            _InMemoryConverter(seen, seen_tokenizer, config_dir).convert(
+                str(output), quantization=quantization if quantization in STORAGE_TYPES else None)
+        except Exception as error:  # whatever the converter trips on, the model does not convert
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CannotConvert(f"CTranslate2's converter cannot convert this {model.config.model_type!r} model "
+                                f"({type(error).__name__}: {reason})") from error
 
 
 def _publish(output: Path, target: Path) -> None:

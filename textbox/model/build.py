@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
-from textbox.model.adapter_files import checkpoint_record
+from textbox.model.adapter_files import checkpoint_record, inner_model
 from textbox.model.attention import chosen, set_attention
 from textbox.model.efficient import apply_efficient_methods
 from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 from textbox.model.lengths import fit_lengths
 from textbox.model.loading import set_generation_length
 from textbox.model.quantization import is_quantized, of_config
+from textbox.model.run_generation import restore_run_generation
 from textbox.model.built_model import BuiltModel, TrainingTexts
 from textbox.tokens.languages import apply_languages
 from textbox.utils.logging import get_logger
@@ -63,6 +64,7 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
     log = get_logger() if logger is None else logger
     register_auto_classes()
     built = get_builder(config.model)(config, train_split)
+    restore_run_generation(inner_model(built.model), config.model_path)  # a run's checkpoint: its model's settings
     fitting = fit_lengths(config, built.model, built.tokenizer)  # before anything reads the lengths further
     if fitting.changed:
         config = fitting.config

@@ -24,7 +24,7 @@ from accelerate.utils import set_seed
 from transformers import PreTrainedTokenizerBase
 
 from textbox.checks import check_config
-from textbox.config import Config
+from textbox.config import Config, TextBoxError
 from textbox.config.launcher import agreed_launch
 from textbox.data.collate import make_collator
 from textbox.data.readers import read_source_only_splits, read_splits
@@ -32,13 +32,16 @@ from textbox.data.split import Split
 from textbox.data.tokenize import tokenize_splits
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
-from textbox.decoding.generate import write_generations
+from textbox.decoding.generate import generation_settings, write_generations
+from textbox.model.adapter_files import inner_model
 from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
+from textbox.model.run_generation import record_run_generation
 from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
+from textbox.pipeline.model_card import write_model_card
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
                                       plan_run_dir, write_run_config)
@@ -52,6 +55,7 @@ from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
 from textbox.trainer.signals import raise_on_signals
 from textbox.utils.atomic import remove_stale_staging, restore_interrupted
+from textbox.utils.hub import push_folder
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
 def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[str, object]:
@@ -119,8 +123,12 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         if shown is error:
             raise
         raise shown from error
+    if accelerator.is_main_process and config.do_train and (run.run_dir / BEST).is_dir():
+        write_model_card(config, run.run_dir / BEST, results, logger)  # costs the card alone if it fails
     accelerator.wait_for_everyone()
     accelerator.end_training()
+    if accelerator.is_main_process and config.push_to_hub:  # the other processes are done: a failure ends this one
+        push_checkpoint(run)
     return results
 
 
@@ -131,6 +139,19 @@ def _drop_checkpoints_not_kept(run: RunContext) -> None:
         shutil.rmtree(run.run_dir / BEST, ignore_errors=True)
         run.logger.info(f"--max_save=0: removed {run.run_dir / BEST} (the test pass has read it)")
     run.accelerator.wait_for_everyone()
+
+
+def push_checkpoint(run: RunContext) -> None:
+    """checkpoint_best (with its model card) uploaded to --hub_model_id (default the run directory's name); a
+    failed upload is one error line, the run and its files complete."""
+    best, repo_id = (run.run_dir / BEST).absolute(), run.config.hub_model_id or run.run_dir.name
+    try:
+        url = push_folder(best, repo_id, run.config.hub_private)
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TextBoxError(f"push_to_hub: uploading {best} to the hub repository {repo_id!r} failed ({reason}); the "
+                           f"run is complete: upload it with `hf upload {repo_id} {best}`") from error
+    run.logger.info(f"pushed {best} to {url}")
 
 
 def _validations_ahead(run: RunContext, built: Built) -> int:
@@ -174,6 +195,9 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
             logger.info(f"{name}: {len(split)} examples")
         record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
         fitted = record.fitting.config if record.fitting is not None else config
+        # the run's generation settings in its checkpoints' generation_config.json (textbox.model.run_generation)
+        record_run_generation(inner_model(record.model), generation_settings(fitted.generation_kwargs,
+                                                                             fitted.tgt_len), logger.warning)
         tokenized = tokenize_splits(fitted, splits, record.tokenizer, logger.info)
         return Built(splits, record.model, record.tokenizer, tokenized, fitted, record.efficient,
                      record.fitting.record() if record.fitting is not None else {})

@@ -20,10 +20,11 @@ from accelerate.utils import load  # accelerate's own torch.load (weights_only, 
 
 from textbox.config import Config, TextBoxUserError
 from textbox.config.run_config import BEST_CHECKPOINT, LAST_CHECKPOINT
-from textbox.model.adapter_files import save_model_files
+from textbox.model.adapter_files import inner_model, save_model_files
 from textbox.model.built_model import EfficientRecord
 from textbox.model.files import safetensors_problem
 from textbox.model.quantization import is_quantized
+from textbox.model.run_generation import save_run_generation
 from textbox.trainer.disks import copy_to_other_disks, processes_on_this_disk, writes_checkpoints
 from textbox.trainer.sharding import full_state_dict, save_full_model
 from textbox.trainer.state import TrainState
@@ -53,6 +54,7 @@ def save_model(accelerator: Accelerator, model: torch.nn.Module, tokenizer: PreT
             else:
                 save_model_files(accelerator.unwrap_model(model), tmp, efficient)  # only what a method trains
             tokenizer.save_pretrained(tmp)
+            save_run_generation(inner_model(accelerator.unwrap_model(model)), tmp)  # what a later run puts back
     copy_to_other_disks(accelerator, path)  # machines that do not share the main process's disk get a copy
     accelerator.wait_for_everyone()
 
