@@ -35,7 +35,8 @@ from textbox.decoding.generate import write_generations
 from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
-from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
+from textbox.pipeline.processes import (announce_failure, build_accelerator, export_gpu_id,
+                                        failure_of_another_process, is_shared, leave_process_group,
                                         main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
@@ -68,9 +69,13 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     try:
         return _run(config, accelerator, on_validation)
     except BaseException as error:
-        if not is_shared(error):  # a failure of every process leaves once it is shown (textbox.cli)
+        shown = failure_of_another_process(error)  # a call broken by another process's failure: that one, quiet
+        # a failure of every process, or one announced to the others, leaves once it is shown (textbox.cli)
+        if not is_shared(shown) and not announce_failure(shown):
             leave_process_group(meet_first=False)
-        raise
+        if shown is error:
+            raise
+        raise shown from error
     finally:
         release_log_file()
 
@@ -111,7 +116,9 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         finish_trackers(run, results)  # test/* and best/*; TensorBoard's HPARAMS table
         write_results(run, results, started, examples)
     except BaseException as error:
-        shown = failed(run, error)
+        own = failure_of_another_process(error)  # FAILED says what failed, on whichever process it was
+        shown = failed(run, own)
+        announce_failure(shown)  # before this process leaves: the others then show nothing of their own
         if shown is error:
             raise
         raise shown from error
