@@ -129,8 +129,9 @@ def test_a_fault_on_one_of_two_processes_is_one_error_line_and_every_process_exi
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 1 and len(errors) == 1 and re.search(stage.says, errors[0]), done.stderr[-3000:]
     assert "closed by peer" not in done.stderr and "gloo" not in done.stderr.lower(), done.stderr[-3000:]
-    # the only traceback is the launcher's report that a child exited non-zero (the first to exit: the other, then
-    # leaving too, may be stopped by the launcher's SIGTERM)
+    # the failing process exits once the other has recorded the failure (FAILED, the log): the launcher stops the
+    # rest with SIGTERM as soon as one exits, which may still catch one of them leaving; the only traceback is the
+    # launcher's report that a child exited non-zero
     assert done.stderr.count("Traceback") == done.stderr.count("ChildFailedError:") == 1, done.stderr[-3000:]
     if pointer := re.search(r"^\(the traceback is in (.+)\)$", done.stderr, re.MULTILINE):  # kept by that process
         assert "Traceback" in Path(pointer[1]).read_text() and stage.name in Path(pointer[1]).read_text()

@@ -165,6 +165,7 @@ def leave_process_group(meet_first: bool) -> None:
         except Exception:  # a process already gone: nothing left to wait for
             pass
     dist.destroy_process_group()
+    _wait_until_recorded()  # a failure announced to the others: until they have recorded it
 
 
 # --- a failure one process met alone ----------------------------------------------------------------------------------
@@ -175,7 +176,20 @@ def leave_process_group(meet_first: bool) -> None:
 # every worker) before it leaves; a process whose call then breaks raises a quiet copy of the announced failure.
 
 FAILURE_KEY = "textbox/failure/"  # + the rank that failed
+RECORDED_KEY = "textbox/failure-recorded/"  # + a rank that recorded another's failure (its FAILED mark, its log)
 STORE_SECONDS = 5.0  # the store's answer is awaited no longer (a store held by a process that is gone)
+RECORDED_SECONDS = 20.0  # how long the failing process waits, once it has left, for the others to record it
+
+
+@dataclass
+class _Announced:
+    """This process's announced failure: the store it went through and the ranks that will record it."""
+
+    store: Any
+    others: list[int]
+
+
+_announced: _Announced | None = None
 
 
 def announce_failure(error: BaseException) -> bool:
@@ -192,11 +206,46 @@ def announce_failure(error: BaseException) -> bool:
 
     import torch.distributed as dist
 
+    global _announced
     try:
         store.set(f"{FAILURE_KEY}{dist.get_rank()}", pickle.dumps(describe(error)))
     except Exception:  # the store is gone: the others show their own errors
         return False
+    _announced = _Announced(store, [rank for rank in range(dist.get_world_size()) if rank != dist.get_rank()])
     return True
+
+
+def failure_recorded(error: BaseException) -> None:
+    """Tell the process whose failure ``error`` copies (failure_of_another_process) that this one has recorded it
+    (its FAILED mark and log are written): that process leaves only then, since the launcher stops every other
+    process (SIGTERM) the moment the first one exits."""
+    if not getattr(error, "announced_copy", False):
+        return
+    store = _failure_store()
+    if store is None:
+        return
+    import torch.distributed as dist
+
+    try:
+        store.set(f"{RECORDED_KEY}{dist.get_rank()}", b"1")
+    except Exception:  # the store is gone: nobody is waiting
+        pass
+
+
+def _wait_until_recorded() -> None:
+    """Once this process, whose failure was announced, has left the process group (the others' calls break only
+    then): wait, a bounded time, until each other process has recorded the failure."""
+    global _announced
+    if _announced is None:
+        return
+    from datetime import timedelta
+
+    announced, _announced = _announced, None
+    try:
+        announced.store.wait([f"{RECORDED_KEY}{rank}" for rank in announced.others],
+                             timedelta(seconds=RECORDED_SECONDS))
+    except Exception:  # one did not record it in time, or is gone: nothing more to wait for
+        pass
 
 
 def failure_of_another_process(error: BaseException) -> BaseException:
@@ -223,6 +272,7 @@ def failure_of_another_process(error: BaseException) -> BaseException:
     copy = (TextBoxUserError if failure.user_error else TextBoxError)(failure.message)
     copy.exit_code = failure.exit_code
     copy.shown_elsewhere = True  # type: ignore[attr-defined]
+    copy.announced_copy = True  # type: ignore[attr-defined]  # failure_recorded tells its process once recorded
     return copy
 
 

@@ -36,8 +36,8 @@ from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
 from textbox.pipeline.processes import (announce_failure, build_accelerator, export_gpu_id,
-                                        failure_of_another_process, is_shared, leave_process_group,
-                                        main_process_first)
+                                        failure_of_another_process, failure_recorded, is_shared,
+                                        leave_process_group, main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
 from textbox.pipeline.run_dir import (check_free_space, config_summary, make_run_dir, peak_checkpoint_bytes,
@@ -70,6 +70,7 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
         return _run(config, accelerator, on_validation)
     except BaseException as error:
         shown = failure_of_another_process(error)  # a call broken by another process's failure: that one, quiet
+        failure_recorded(shown)  # its FAILED mark and log are written: the failing process may exit
         # a failure of every process, or one announced to the others, leaves once it is shown (textbox.cli)
         if not is_shared(shown) and not announce_failure(shown):
             leave_process_group(meet_first=False)
