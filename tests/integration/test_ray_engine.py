@@ -152,7 +152,6 @@ def _processes_carrying(entry: bytes) -> list[int]:
     return found
 
 
-@pytest.mark.slow  # about 20 s: a Ray instance's start
 @pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="finds the Ray processes through /proc")
 def test_a_driver_killed_with_sigkill_takes_its_local_ray_instance_with_it(tmp_path: Path):
     """Ray ends its gcs_server, raylet and workers with the driver, but its agents stayed 60 s waiting for the
