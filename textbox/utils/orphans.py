@@ -71,9 +71,9 @@ def marked_descendants_end_with_this_process() -> Iterator[str]:
 
     A local Ray instance is the case: Ray ends its gcs_server, raylet and workers with the driver, but its agents
     (ray::DashboardAgent, ray::RuntimeEnvAgent) wait 60 s for the dead GCS to take a last message (measured on Ray
-    2.60). The mark is only this process's (its pid and a random id), so only what it started is ever ended; the
-    watcher reads the environment of the user's own processes only (the kernel refuses the others'). Linux only
-    (/proc): elsewhere the block runs without a watcher."""
+    2.60). The mark is only this process's (its pid and a random id): only what was started inside the block
+    carries it, so no other process (another study's Ray, another user's) is ever ended. Linux only (/proc):
+    elsewhere the block runs without a watcher."""
     if not Path("/proc/self/environ").is_file():
         yield ""
         return
@@ -118,8 +118,8 @@ def watch(mark: str) -> None:
 
 
 def marked_processes(mark: str) -> list[int]:
-    """The pids of the living processes (this user's: the kernel hides the others' environments) whose environment
-    carries ``mark``."""
+    """The pids of the living processes whose environment carries ``mark`` (those whose environment cannot be
+    read, e.g. another user's, cannot carry it)."""
     wanted = f"{MARK_VARIABLE}={mark}".encode()
     found = []
     for entry in Path("/proc").iterdir():
