@@ -2,7 +2,9 @@
 that TEXTBOX_FAULT_STAGE names (the test's table lists them). A fault that writes something first writes half of it
 into the staging copy the real code made, as a full or failing disk does, so that the test sees what is left behind.
 
-usage: TEXTBOX_FAULT_STAGE=<stage> python fault_injector.py <run_textbox.py arguments>
+usage: TEXTBOX_FAULT_STAGE=<stage> [TEXTBOX_FAULT_RANK=<rank>] python fault_injector.py <run_textbox.py arguments>
+
+TEXTBOX_FAULT_RANK: under a launcher (accelerate launch sets RANK), the fault is injected on that process only.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, Callable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STAGE = os.environ.get("TEXTBOX_FAULT_STAGE", "")
+ON_RANK = os.environ.get("TEXTBOX_FAULT_RANK")  # unset: every process
 
 
 def io_error(path: Path) -> OSError:
@@ -116,6 +119,7 @@ def install(stage: str) -> None:
 
 
 if __name__ == "__main__":
-    install(STAGE)
+    if ON_RANK is None or os.environ.get("RANK", "0") == ON_RANK:
+        install(STAGE)
     sys.argv = [str(PROJECT_ROOT / "run_textbox.py"), *sys.argv[1:]]
     runpy.run_path(sys.argv[0], run_name="__main__")

@@ -53,3 +53,19 @@ def validating_run(config, on_validation=None) -> dict:
     results = fake_run(config)
     results["valid"] = {"loss": loss}
     return results
+
+
+def sleeping_run(config, on_validation=None) -> dict:
+    """A run that says it has started (a file named after its worker's pid in saved_dir) and never finishes."""
+    Path(config.saved_dir).mkdir(parents=True, exist_ok=True)
+    (Path(config.saved_dir) / f"running-{os.getpid()}").touch()
+    time.sleep(600)
+    return {}
+
+
+def drive_a_sleeping_seed_study(data: str, saved_dir: str) -> None:
+    """A study driver (run in its own process): one seed on a local Ray instance, its run never ending."""
+    from textbox.studies.seeds import run_multi_seed
+
+    run_multi_seed(["--multi_seed=1", "--filename=seeds", "--engine=ray", f"--data_path={data}",
+                    f"--saved_dir={saved_dir}"], runner=sleeping_run)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -63,11 +63,14 @@ def work(tmp_path_factory) -> Path:
     return work
 
 
-def run_with_fault(stage: str, work: Path, cwd: Path) -> tuple[int, str]:
-    args = [*TINY_MODEL_ARGS, f"--data_path={work / 'copy'}", "--dataset=copy", f"--saved_dir={cwd / 'saved'}",
+def run_args(stage: str, work: Path, cwd: Path) -> list[str]:
+    return [*TINY_MODEL_ARGS, f"--data_path={work / 'copy'}", "--dataset=copy", f"--saved_dir={cwd / 'saved'}",
             f"--filename={run_name(stage)}", "--max_steps=4", "--valid_strategy=step", "--valid_steps=2",
             "--max_save=3", "--metrics=['bleu']", "--decoding_backend=transformers"]
-    done = run_script(args, cwd=cwd, timeout=600, env={"TEXTBOX_FAULT_STAGE": stage},
+
+
+def run_with_fault(stage: str, work: Path, cwd: Path) -> tuple[int, str]:
+    done = run_script(run_args(stage, work, cwd), cwd=cwd, timeout=600, env={"TEXTBOX_FAULT_STAGE": stage},
                       script="tests/integration/fault_injector.py")
     return done.returncode, done.stderr
 
@@ -109,3 +112,33 @@ def test_a_fault_at_each_stage_is_one_error_line_a_failed_mark_and_nothing_compu
     assert last["step"] == stage.last_step
     if "generation.txt" in stage.kept:
         assert len((run_dir / "generation.txt").read_text().splitlines()) == 8
+
+
+# --- two processes, the fault on one ----------------------------------------------------------------------------------
+# The other process meets it only as its next collective call breaking ("Connection closed by peer"): without the
+# failing process's announcement (textbox.pipeline.processes) it showed that as an error of its own.
+ONE_RANK = [(stage, rank) for stage, rank in (("checkpoint_best", "0"), ("validation", "1"))]
+
+
+@pytest.mark.parametrize("stage_name, rank", ONE_RANK, ids=[f"{stage}-on-rank-{rank}" for stage, rank in ONE_RANK])
+def test_a_fault_on_one_of_two_processes_is_one_error_line_and_every_process_exits(stage_name, rank, work, tmp_path):
+    stage = next(stage for stage in STAGES if stage.name == stage_name)
+    done = run_two_processes(run_args(stage.name, work, tmp_path), tmp_path, script="tests/integration/fault_injector.py",
+                             env={"TEXTBOX_FAULT_STAGE": stage.name, "TEXTBOX_FAULT_RANK": rank},
+                             timeout=300)  # no hang: a process left waiting for the other fails the test here
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 1 and len(errors) == 1 and re.search(stage.says, errors[0]), done.stderr[-3000:]
+    assert "closed by peer" not in done.stderr and "gloo" not in done.stderr.lower(), done.stderr[-3000:]
+    # the failing process exits once the other has recorded the failure (FAILED, the log): the launcher stops the
+    # rest with SIGTERM as soon as one exits, which may still catch one of them leaving; the only traceback is the
+    # launcher's report that a child exited non-zero
+    assert done.stderr.count("Traceback") == done.stderr.count("ChildFailedError:") == 1, done.stderr[-3000:]
+    if pointer := re.search(r"^\(the traceback is in (.+)\)$", done.stderr, re.MULTILINE):  # kept by that process
+        assert "Traceback" in Path(pointer[1]).read_text() and stage.name in Path(pointer[1]).read_text()
+    run_dir = tmp_path / "saved" / run_name(stage.name)
+    assert re.search(stage.says, (run_dir / "FAILED").read_text())  # what failed, whichever process it was on
+    assert leftovers(tmp_path) == []
+    assert not (run_dir / "results.json").exists()
+    for name in stage.kept or ():
+        assert (run_dir / name).exists(), name
+    assert json.loads((run_dir / "checkpoint_last" / "train_state.json").read_text())["step"] == stage.last_step

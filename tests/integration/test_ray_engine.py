@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import json
 import socket
 import subprocess
@@ -135,3 +137,54 @@ def test_a_worker_that_dies_mid_run_is_a_failed_row_not_a_hang(tmp_path: Path):
     _, rows = read_csv(study.directory / "seeds.csv")
     assert [(row["seed"], row["status"]) for row in rows] == [("2020", "ok"), ("2021", "failed")]
     assert "the Ray worker running it failed" in rows[1]["error"] and study.failed.keys() == {2021}
+
+
+def _processes_carrying(entry: bytes) -> list[int]:
+    """This user's living processes whose environment holds ``entry`` (NAME=value)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc.name.isdigit() and entry in (proc / "environ").read_bytes().split(b"\0")
+                    and (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="finds the Ray processes through /proc")
+def test_a_driver_killed_with_sigkill_takes_its_local_ray_instance_with_it(tmp_path: Path):
+    """Ray ends its gcs_server, raylet and workers with the driver, but its agents stayed 60 s waiting for the
+    dead GCS. The instance's processes are found by a variable of this test in the driver's environment, which
+    every one of them inherits (never another test's Ray)."""
+    data = make_copy_dataset(tmp_path / "data", {"train": 4, "valid": 2, "test": 2})
+    saved = tmp_path / "saved"
+    tag = f"TEXTBOX_TEST_RAY_DRIVER={tmp_path.name}-{time.time_ns()}"
+    # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: the instance on 127.0.0.1 only
+    env = offline_env(**dict([tag.split("=", 1)]), RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    driver = subprocess.Popen([sys.executable, "-c", "from tests.integration.ray_runs import "
+                               f"drive_a_sleeping_seed_study as d; d({str(data)!r}, {str(saved)!r})"],
+                              cwd=Path(__file__).parents[2], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(saved.glob("**/running-*")):
+            assert driver.poll() is None, driver.stderr.read().decode()[-3000:] if driver.stderr else ""
+            assert time.monotonic() < deadline, "the run never started on Ray"
+            time.sleep(0.2)
+        ray_processes = set(_processes_carrying(tag.encode())) - {driver.pid}
+        running = int(next(saved.glob("**/running-*")).name.split("-")[1])
+        assert running in ray_processes and len(ray_processes) >= 4  # gcs_server, raylet, agents, the worker
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 10
+        while (left := _processes_carrying(tag.encode())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left == []
+    finally:
+        driver.kill()
+        for pid in _processes_carrying(tag.encode()):  # whatever the outcome, nothing of this test's Ray stays
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

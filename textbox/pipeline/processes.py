@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from textbox.config import Config
 from textbox.config.errors import RunInterrupted, TextBoxError, TextBoxUserError
@@ -165,6 +165,133 @@ def leave_process_group(meet_first: bool) -> None:
         except Exception:  # a process already gone: nothing left to wait for
             pass
     dist.destroy_process_group()
+    _wait_until_recorded()  # a failure announced to the others: until they have recorded it
+
+
+# --- a failure one process met alone ----------------------------------------------------------------------------------
+# A process that fails where the others do not meet it (a checkpoint written by the main process alone, a figure
+# computed there) leaves while they wait in their next collective call, which then breaks ("Connection closed by
+# peer"): each would show that as an error of its own, one line per process, none saying what happened. The failing
+# process announces its failure through the launcher's key-value store (torchrun's agent holds it, so it outlives
+# every worker) before it leaves; a process whose call then breaks raises a quiet copy of the announced failure.
+
+FAILURE_KEY = "textbox/failure/"  # + the rank that failed
+RECORDED_KEY = "textbox/failure-recorded/"  # + a rank that recorded another's failure (its FAILED mark, its log)
+STORE_SECONDS = 5.0  # the store's answer is awaited no longer (a store held by a process that is gone)
+RECORDED_SECONDS = 20.0  # how long the failing process waits, once it has left, for the others to record it
+
+
+@dataclass
+class _Announced:
+    """This process's announced failure: the store it went through and the ranks that will record it."""
+
+    store: Any
+    others: list[int]
+
+
+_announced: _Announced | None = None
+
+
+def announce_failure(error: BaseException) -> bool:
+    """Tell the other processes of the run what this process's failure is (``error`` as its console shows it);
+    whether it was told. The process then stays in the process group until its error is shown (textbox.cli
+    leaves it): the others' calls break only then, so that none exits (and has the launcher stop this one with
+    SIGTERM) before it is out. Nothing for a copy of another's failure, a stop request (it reaches every process),
+    or a single process."""
+    store = _failure_store()
+    if (store is None or getattr(error, "shown_elsewhere", False) or isinstance(error, RunInterrupted)
+            or not isinstance(error, Exception)):
+        return False
+    import pickle
+
+    import torch.distributed as dist
+
+    global _announced
+    try:
+        store.set(f"{FAILURE_KEY}{dist.get_rank()}", pickle.dumps(describe(error)))
+    except Exception:  # the store is gone: the others show their own errors
+        return False
+    _announced = _Announced(store, [rank for rank in range(dist.get_world_size()) if rank != dist.get_rank()])
+    return True
+
+
+def failure_recorded(error: BaseException) -> None:
+    """Tell the process whose failure ``error`` copies (failure_of_another_process) that this one has recorded it
+    (its FAILED mark and log are written): that process leaves only then, since the launcher stops every other
+    process (SIGTERM) the moment the first one exits."""
+    if not getattr(error, "announced_copy", False):
+        return
+    store = _failure_store()
+    if store is None:
+        return
+    import torch.distributed as dist
+
+    try:
+        store.set(f"{RECORDED_KEY}{dist.get_rank()}", b"1")
+    except Exception:  # the store is gone: nobody is waiting
+        pass
+
+
+def _wait_until_recorded() -> None:
+    """Once this process, whose failure was announced, has left the process group (the others' calls break only
+    then): wait, a bounded time, until each other process has recorded the failure."""
+    global _announced
+    if _announced is None:
+        return
+    from datetime import timedelta
+
+    announced, _announced = _announced, None
+    try:
+        announced.store.wait([f"{RECORDED_KEY}{rank}" for rank in announced.others],
+                             timedelta(seconds=RECORDED_SECONDS))
+    except Exception:  # one did not record it in time, or is gone: nothing more to wait for
+        pass
+
+
+def failure_of_another_process(error: BaseException) -> BaseException:
+    """``error`` itself, unless it is what another process's announced failure caused here (a collective call
+    broken by that process leaving, or the launcher's SIGTERM that followed it): then a quiet copy of that failure
+    (its message for this process's FAILED mark and log, its exit code; the CLI prints nothing)."""
+    if not isinstance(error, (RuntimeError, RunInterrupted)) or getattr(error, "shown_elsewhere", False):
+        return error
+    store = _failure_store()
+    if store is None:
+        return error
+    import pickle
+
+    import torch.distributed as dist
+
+    try:
+        keys = [f"{FAILURE_KEY}{rank}" for rank in range(dist.get_world_size()) if rank != dist.get_rank()]
+        announced = [key for key in keys if store.check([key])]
+        if not announced:
+            return error
+        failure: SharedFailure = pickle.loads(store.get(announced[0]))
+    except Exception:  # the store is gone too: this process's own error is all there is to show
+        return error
+    copy = (TextBoxUserError if failure.user_error else TextBoxError)(failure.message)
+    copy.exit_code = failure.exit_code
+    copy.shown_elsewhere = True  # type: ignore[attr-defined]
+    copy.announced_copy = True  # type: ignore[attr-defined]  # failure_recorded tells its process once recorded
+    return copy
+
+
+def _failure_store() -> Any:
+    """The launcher's store (torch's Store), or None outside a process group of two or more."""
+    if "torch" not in sys.modules:
+        return None
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return None
+    from datetime import timedelta
+
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        store.set_timeout(timedelta(seconds=STORE_SECONDS))
+    except Exception:
+        return None
+    return store
 
 
 def describe(error: BaseException) -> SharedFailure:

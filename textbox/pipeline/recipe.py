@@ -38,8 +38,9 @@ from textbox.model.build import build_model
 from textbox.model.built_model import EfficientRecord
 from textbox.model.loading import count_parameters, load_saved_model
 from textbox.model.run_generation import record_run_generation
-from textbox.pipeline.processes import (build_accelerator, export_gpu_id, is_shared, leave_process_group,
-                                        main_process_first)
+from textbox.pipeline.processes import (announce_failure, build_accelerator, export_gpu_id,
+                                        failure_of_another_process, failure_recorded, is_shared,
+                                        leave_process_group, main_process_first)
 from textbox.pipeline.inference import generate_for_inputs, read_and_encode
 from textbox.pipeline.model_card import write_model_card
 from textbox.pipeline.results import evaluation_interrupted, failed, format_examples, write_results
@@ -74,9 +75,14 @@ def run(config: Config, *, on_validation: OnValidation | None = None) -> dict[st
     try:
         return _run(config, accelerator, on_validation)
     except BaseException as error:
-        if not is_shared(error):  # a failure of every process leaves once it is shown (textbox.cli)
+        shown = failure_of_another_process(error)  # a call broken by another process's failure: that one, quiet
+        failure_recorded(shown)  # its FAILED mark and log are written: the failing process may exit
+        # a failure of every process, or one announced to the others, leaves once it is shown (textbox.cli)
+        if not is_shared(shown) and not announce_failure(shown):
             leave_process_group(meet_first=False)
-        raise
+        if shown is error:
+            raise
+        raise shown from error
     finally:
         release_log_file()
 
@@ -105,6 +111,9 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     decodes = evaluator.decodes(validates="valid" in built.splits)
     # The decoding engines, chosen (and logged) before training: an explicit ctranslate2 the model rules out ends here.
     main_process_first(accelerator, lambda: evaluator.choose_engines(built.model, decodes))
+    # --input_file read before the first step and before the run directory: a bad input file (an empty or
+    # undecodable line, unreadable) is an input error with nothing written, not a failure after training
+    inputs = read_and_encode(config, built.tokenizer) if config.input_file else None
     if config.do_train:  # the checkpoints must fit on the disk that will hold the run directory
         needed = peak_checkpoint_bytes(weight_bytes(built.model), config.max_save, _validations_ahead(run, built),
                                        config.save_optimizer)
@@ -114,12 +123,14 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
         attach_log_file(run.run_dir)
     try:
         _open_run_directory(run)
-        results, examples = _fit_and_evaluate(run, built, evaluator, on_validation)
+        results, examples = _fit_and_evaluate(run, built, evaluator, on_validation, inputs)
         finish_trackers(run, results)  # test/* and best/*; TensorBoard's HPARAMS table
         write_results(run, results, started, examples)
         _drop_checkpoints_not_kept(run)
     except BaseException as error:
-        shown = failed(run, error)
+        own = failure_of_another_process(error)  # FAILED says what failed, on whichever process it was
+        shown = failed(run, own)
+        announce_failure(shown)  # before this process leaves: the others then show nothing of their own
         if shown is error:
             raise
         raise shown from error
@@ -214,17 +225,17 @@ def _open_run_directory(run: RunContext) -> None:
     start_trackers(run)
 
 
-def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator,
-                      on_validation: OnValidation | None) -> tuple[dict[str, object], str]:
-    """Train (when do_train), then test or generate, with one Evaluator for validation and test; the results and
-    the test examples to show."""
+def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator, on_validation: OnValidation | None,
+                      inputs: list[list[int]] | None) -> tuple[dict[str, object], str]:
+    """Train (when do_train), then test, or generate for ``inputs`` (--input_file's, encoded), with one Evaluator
+    for validation and test; the results and the test examples to show."""
     log_model_size(run.config, built.model, run.logger)
     trained = Trained(built.model)
     if run.config.do_train:
         trainer = Trainer(TrainerContext(run, built.model, built.tokenizer, evaluator.collator, built.efficient))
         trained = fit(run, trainer, built, evaluator, on_validation)
     with raise_on_signals(lambda signal_number: evaluation_interrupted(run, signal_number)):
-        evaluated = evaluate(run, built, evaluator, trained)
+        evaluated = evaluate(run, built, evaluator, trained, inputs)
     fitted = {"fitted_lengths": built.fitted_lengths} if built.fitted_lengths else {}
     return {**fitted, **trained.results, **evaluated.results}, evaluated.examples
 
@@ -266,15 +277,16 @@ class Evaluated:
     examples: str = ""
 
 
-def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Trained) -> Evaluated:
-    """--input_file generation, or the test pass (generation.txt, and generation_all.txt with several sequences
-    per example); with checkpoint_best when training produced one."""
+def evaluate(run: RunContext, built: Built, evaluator: Evaluator, trained: Trained,
+             inputs: list[list[int]] | None) -> Evaluated:
+    """--input_file generation (for ``inputs``, read and encoded before the first step), or the test pass
+    (generation.txt, and generation_all.txt with several sequences per example); with checkpoint_best when
+    training produced one."""
     config = run.config
     results: dict[str, object] = {}
     examples = ""
     details = trained.details
-    if config.input_file:
-        inputs = read_and_encode(config, built.tokenizer)  # a bad input file fails before any model is loaded
+    if inputs is not None:  # given exactly when config.input_file is
         generate_for_inputs(run, evaluator, evaluation_model(run, trained.model), inputs)
     elif config.do_test:
         started = time.perf_counter()

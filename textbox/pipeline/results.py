@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 import time
 import traceback
 from typing import Mapping
@@ -55,7 +56,7 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
         shown = TextBoxError(message)
     elif isinstance(error, Exception):
         message = f"{type(error).__name__}: {error}"
-        log = log_file_path() or run_dir / "project.log"
+        log = log_file_path() or _keep_traceback(run, error)
         shown = TextBoxError(f"unexpected {message}\n(the traceback is in {log})")
     else:  # KeyboardInterrupt, SystemExit: not a failure of the run's own making, but the run did not finish
         message, shown = f"stopped by {type(error).__name__} before the run finished", error
@@ -67,6 +68,19 @@ def failed(run: RunContext, error: BaseException) -> BaseException:
         log_to_file(logging.ERROR, f"marked failed ({run_dir / FAILED_MARKER}); a retry with the same --filename "
                                    f"replaces this run unless it has a checkpoint_last to --resume from")
     return shown
+
+
+def _keep_traceback(run: RunContext, error: BaseException) -> str:
+    """project.log is the main process's: another process keeps its traceback in a file of its own beside it
+    (``failure-rank<N>.log``), named in its error line."""
+    path = run.run_dir / f"failure-rank{run.accelerator.process_index}.log"
+    text = "".join(traceback.format_exception(error))
+    try:
+        write_text_atomic(path, text)
+    except OSError:  # nowhere to keep it (WriteFailed too): the console is the only report there is
+        print(text, file=sys.stderr, end="")
+        return "the lines above"
+    return str(path)
 
 
 def evaluation_interrupted(run: RunContext, signal_number: int) -> EvaluationInterrupted:

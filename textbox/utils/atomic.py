@@ -10,6 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: a staging copy is never known to be abandoned, none is removed
+    fcntl = None  # type: ignore[assignment]
+
 # Less free space than this on the disk where a write just failed: the disk is full (a library that writes through
 # C++ streams, torch.save's, reports a full disk as a RuntimeError without an errno).
 _FULL_BELOW = 2**20
@@ -92,9 +97,11 @@ def atomic_directory(final: Path) -> Iterator[Path]:
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(final)
     replacing = final.exists()
     staging = _sibling(final, "partial")
     staging.mkdir()
+    writing = _hold(staging)  # while this process writes it, no other takes it for abandoned
     try:
         with staged(staging, final.name):
             yield staging
@@ -104,6 +111,49 @@ def atomic_directory(final: Path) -> Iterator[Path]:
                 publish_new(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if writing is not None:
+            os.close(writing)
+
+
+def remove_abandoned_staging(final: Path) -> list[str]:
+    """The staging directories of ``final`` (``.<name>.partial-<pid>-<id>``) a killed process left, removed, so that
+    a cache or run directory does not keep them for ever (each is as large as the entry): those whose process is
+    gone from this machine and whose lock nobody holds (a writer on another machine sharing the disk holds it; the
+    kernel drops a killed process's). Their names; none where locks are unavailable."""
+    removed: list[str] = []
+    if fcntl is None or not final.parent.is_dir():
+        return removed
+    for entry in final.parent.iterdir():
+        match = _STAGING.match(entry.name)
+        if (match is None or match["name"] != final.name or not match["pid"] or _alive(int(match["pid"]))
+                or not entry.is_dir() or entry.is_symlink()):
+            continue
+        descriptor = _hold(entry, exclusive=True)
+        if descriptor is None:  # being written (or no locks here): kept
+            continue
+        try:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+        finally:
+            os.close(descriptor)
+    return removed
+
+
+def _hold(directory: Path, exclusive: bool = False) -> int | None:
+    """An open descriptor of ``directory`` holding its lock (shared: a writer's; exclusive: a remover's, taken
+    without waiting); None when another process holds it, or locks are unavailable."""
+    if fcntl is None:
+        return None
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, (fcntl.LOCK_EX | fcntl.LOCK_NB) if exclusive else fcntl.LOCK_SH)
+    except OSError:  # held by another process (BlockingIOError), or a file system without locks
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 def publish_new(staging: Path, final: Path) -> None:

@@ -117,3 +117,34 @@ def test_stale_staging_entries_of_killed_processes_are_removed_and_a_live_ones_k
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         ".hidden_by_the_user", f".results.json.partial-{os.getppid()}-89abcdef", "checkpoint-8", "checkpoint_best",
         "checkpoint_last"]
+
+
+def test_a_cache_entrys_staging_copies_a_killed_process_left_are_removed_when_it_is_written_again(tmp_path):
+    """A cache (tokenised splits, trained tokenizers, unpacked datasets) is written with atomic_directory and never
+    resumed: the half-written copy of a killed process is removed by the next write of that entry. One whose lock
+    is held (a writer on another machine sharing the disk) or whose process is alive here is kept, and so are other
+    entries' copies."""
+    import fcntl
+    import os
+
+    from textbox.utils.atomic import remove_abandoned_staging
+
+    dead_pid = int(fresh_python_prints("import os; print(os.getpid())"))  # a process that has ended
+    entry = tmp_path / "train-0123"
+    abandoned, held, live, other = (tmp_path / f".train-0123.partial-{dead_pid}-0123abcd",
+                                    tmp_path / f".train-0123.partial-{dead_pid}-89abcdef",
+                                    tmp_path / f".train-0123.partial-{os.getppid()}-01234567",
+                                    tmp_path / f".valid-4567.partial-{dead_pid}-0123abcd")
+    for staging in (abandoned, held, live, other):
+        staging.mkdir()
+        (staging / "data-00000-of-00001.arrow").write_bytes(b"half")
+    writer = os.open(held, os.O_RDONLY)
+    fcntl.flock(writer, fcntl.LOCK_SH)  # as atomic_directory's writer holds it
+    try:
+        with atomic_directory(entry) as staging:
+            (staging / "data-00000-of-00001.arrow").write_bytes(b"whole")
+            assert remove_abandoned_staging(entry) == []  # the writer's own copy is kept while it writes
+    finally:
+        os.close(writer)
+    assert (entry / "data-00000-of-00001.arrow").read_bytes() == b"whole"
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([entry.name, held.name, live.name, other.name])

@@ -6,6 +6,7 @@ stays with the driver's own code: each run's Outcome is handed to the same recor
 
 - Devices: a run gets the resources of --trial_resources; Ray sets its CUDA_VISIBLE_DEVICES (no gpu_id).
 - A worker that dies makes its run a failed row (a task's max_retries=0): no hang.
+- A driver that dies (even by ``kill -9``) takes every process of its local Ray instance with it.
 """
 from __future__ import annotations
 
@@ -20,11 +21,22 @@ from ray._private.services import canonicalize_bootstrap_address_or_die
 from textbox.config import TextBoxUserError
 from textbox.studies.common.study_engine import StudyEngine
 from textbox.studies.common.runner import Job, JobKey, Outcome, Runner, execute
+from textbox.utils.orphans import marked_descendants_end_with_this_process
 
 
 @contextlib.contextmanager
 def ray_session(engine: StudyEngine) -> Iterator[None]:
-    """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it."""
+    """Start a local Ray instance (no --ray_address) or join a cluster, and always let go of it. Every process of
+    a local instance ends with the driver, even one killed with ``kill -9`` (textbox.utils.orphans); a joined
+    cluster is not ours to end (Ray stops the driver's tasks there itself)."""
+    with contextlib.ExitStack() as stack:
+        if not engine.address:
+            stack.enter_context(marked_descendants_end_with_this_process())
+        yield stack.enter_context(_ray_session(engine))
+
+
+@contextlib.contextmanager
+def _ray_session(engine: StudyEngine) -> Iterator[None]:
     os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")  # trials keep the driver's directory: relative paths hold
     try:
         if engine.address:

@@ -10,7 +10,7 @@ import io
 import itertools
 import math
 import os
-import tempfile
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -83,15 +83,15 @@ def plot_distributions(path: Path, values: Mapping[str, Sequence[float]]) -> Non
 
 
 def save_figure(figure: Figure, path: Path) -> None:
-    """Write a PNG through a temporary file and an atomic rename."""
+    """Write a PNG through a staging file (named as textbox.utils.atomic names them, so that a resumed search
+    removes the one a killed driver left) and an atomic rename."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        figure.savefig(tmp, dpi=100)
+        figure.savefig(tmp, dpi=100, format="png")
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textbox.config import TextBoxUserError
 from textbox.studies.common.directory import create_study_directory
-from textbox.utils.atomic import write_text_atomic
+from textbox.utils.atomic import remove_stale_staging, write_text_atomic
 
 TRIAL_DIR = re.compile(r"trial-(\d+)$")
 
@@ -70,6 +70,7 @@ class SearchStore:
             details = "; ".join(f"{name}: was {saved.get(name)}, now {settings[name]}" for name in changed)
             raise TextBoxUserError(f"--resume=True: {directory} was searched with other settings ({details}); "
                                    f"resume with the same --space file, --algo and run keys, or start a new search")
+        remove_stale_staging(directory)  # what the interrupted driver left half-written (a table, a figure)
         trials_path = directory / "trials.json"
         rows = json.loads(trials_path.read_text(encoding="utf-8")) if trials_path.is_file() else []
         return cls(directory, [TrialRecord(**row) for row in rows])

@@ -100,3 +100,62 @@ def test_study_workers_end_when_the_driver_is_killed(tmp_path):
 def test_dataloader_workers_end_when_their_process_is_killed(tmp_path):
     """torch's DataLoader workers watch their parent themselves (every 5 s): none outlives the run's process."""
     assert _kill_driver_and_wait("drive_loader", tmp_path, within=15) == []
+
+
+def drive_marked() -> None:
+    """A driver that starts two processes it does not wait for (detached, as Ray's raylet starts its agents): one
+    before ``marked_descendants_end_with_this_process``, one inside it."""
+    from textbox.utils.orphans import marked_descendants_end_with_this_process
+
+    def detached(name: str) -> None:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+        (Path(os.environ["WORKER_PIDS"]) / f"{name}-{child.pid}").touch()
+
+    detached("unmarked")
+    with marked_descendants_end_with_this_process():
+        detached("marked")
+        (Path(os.environ["WORKER_PIDS"]) / str(os.getpid())).touch()
+        time.sleep(600)
+
+
+def test_marked_processes_end_with_the_driver_and_only_they(tmp_path):
+    """What a local Ray instance's driver relies on: a process started inside the block, by whatever route, ends
+    within seconds of the driver's kill -9; one started before it is left alone."""
+    env = {**os.environ, "WORKER_PIDS": str(tmp_path), "PYTHONPATH": str(PROJECT_ROOT)}
+    driver = subprocess.Popen([sys.executable, "-c", f"from {MODULE} import drive_marked; drive_marked()"],
+                              cwd=PROJECT_ROOT, env=env)
+    started = {}
+    try:
+        deadline = time.monotonic() + 60
+        while str(driver.pid) not in {path.name for path in tmp_path.iterdir()}:
+            assert time.monotonic() < deadline and driver.poll() is None, "the driver never entered the block"
+            time.sleep(0.1)
+        started = {path.name.split("-")[0]: int(path.name.split("-")[1]) for path in tmp_path.iterdir()
+                   if "-" in path.name}
+        assert all(_alive(pid) for pid in started.values())
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 5
+        while _alive(started["marked"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(started["marked"]) and _alive(started["unmarked"])
+    finally:
+        driver.kill()
+        for pid in started.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_block_left_normally_restores_the_environment_and_its_watcher_ends(tmp_path):
+    from textbox.utils.orphans import MARK_VARIABLE, marked_descendants_end_with_this_process, marked_processes
+
+    with marked_descendants_end_with_this_process() as mark:
+        assert os.environ[MARK_VARIABLE] == mark and str(os.getpid()) in mark
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        assert marked_processes(mark) == [child.pid]  # the watcher itself carries no mark
+    assert MARK_VARIABLE not in os.environ
+    assert child.wait(timeout=10) == -signal.SIGKILL  # what was left running at the end is ended too
+    watchers = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
+    assert watchers == []

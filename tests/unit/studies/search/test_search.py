@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import run_hyper
-from tests.helpers import make_toy_dataset
+from tests.helpers import fresh_python_prints, make_toy_dataset
 from textbox.config import ConfigError, RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.studies.search.search import run_search
 
@@ -129,8 +129,14 @@ def test_an_interrupted_search_resumes_without_repeating_finished_trials(search_
     finished = read_trials(directory)
     assert [row["trial"] for row in finished] == ["trial-000", "trial-001"]
     CALLS.clear()
+    dead_pid = int(fresh_python_prints("import os; print(os.getpid())"))  # a driver killed while writing these:
+    half_written = [directory / f".trials.json.partial-{dead_pid}-0123abcd",
+                    directory / f".search.png.partial-{dead_pid}-89abcdef"]
+    for path in half_written:
+        path.write_bytes(b"half")
 
     result = run_search([*search_args, "--metrics_for_best_model=['loss']", "--resume=True"], runner=fake_run)
+    assert not any(path.exists() for path in half_written)  # removed when the search resumes
     rows = read_trials(result.directory)
     assert [row["trial"] for row in rows] == ["trial-000", "trial-001", "trial-003", "trial-004", "trial-005",
                                               "trial-006"]  # trial-002's directory is left as it was
