@@ -36,7 +36,8 @@ def warm_started_and_log(tmp_path_factory, train_split):
                      "config_kwargs": {"num_hidden_layers": 1}, "tgt_len": 6})
     logger, lines = logging.getLogger("textbox"), _Lines()
     logger.addHandler(lines)
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    logger.setLevel(logging.INFO)  # setLevel, not .level: isEnabledFor caches what an earlier test asked
     try:
         built = bert2bert.build(config, train_split)
     finally:
