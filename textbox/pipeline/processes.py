@@ -15,8 +15,10 @@ textbox.cli imports this module after a failure, torch or not.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
@@ -202,8 +204,6 @@ def announce_failure(error: BaseException) -> bool:
     if (store is None or getattr(error, "shown_elsewhere", False) or isinstance(error, RunInterrupted)
             or not isinstance(error, Exception)):
         return False
-    import pickle
-
     import torch.distributed as dist
 
     global _announced
@@ -238,8 +238,6 @@ def _wait_until_recorded() -> None:
     global _announced
     if _announced is None:
         return
-    from datetime import timedelta
-
     announced, _announced = _announced, None
     try:
         announced.store.wait([f"{RECORDED_KEY}{rank}" for rank in announced.others],
@@ -257,8 +255,6 @@ def failure_of_another_process(error: BaseException) -> BaseException:
     store = _failure_store()
     if store is None:
         return error
-    import pickle
-
     import torch.distributed as dist
 
     try:
@@ -284,8 +280,6 @@ def _failure_store() -> Any:
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return None
-    from datetime import timedelta
-
     try:
         store = dist.distributed_c10d._get_default_store()
         store.set_timeout(timedelta(seconds=STORE_SECONDS))
