@@ -6,10 +6,11 @@ everything computed before the fault kept.
 Each case is run_textbox.py's entry (``run_cli``, whose return is the process's exit code and whose stderr is the
 console's) run in this process with fault_injector.py making the stage's function fail (writing half of what it
 writes first); monkeypatch puts the function back after the case. In process: ten interpreter starts cost more than
-the ten runs, and the fault handling under test is run_cli's and the pipeline's, not the process's. The run: the tiny transformer on a small reverse-the-words set, 4 steps validated
-every 2 (two validations, each writing checkpoint_best when better, checkpoint-<step> and checkpoint_last), then the
-test split decoded and scored. A checkpoint fault lands on the second write of that checkpoint, so that the first
-is there to keep. The cases after reading share one working directory, hence the data and tokenizer caches.
+the ten runs, and the fault handling under test is run_cli's and the pipeline's, not the process's. The run: the
+tiny transformer on a small reverse-the-words set, 4 steps validated every 2 (two validations, each writing
+checkpoint_best when better, checkpoint-<step> and checkpoint_last), then the test split decoded and scored. A
+checkpoint fault lands on the second write of that checkpoint, so that the first is there to keep. The cases after
+reading share one working directory, hence the data and tokenizer caches.
 """
 from __future__ import annotations
 
