@@ -174,6 +174,30 @@ def run_in_process(args: list[str], cwd: Path) -> int:
         reset_accelerate()
 
 
+def run_script_in_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """run_script's run of run_textbox.py, in this process (run_in_process): its exit code (run_cli's return, which
+    the script exits with) and what it wrote to sys.stdout and sys.stderr (its console log, bars and error: lines),
+    as run_script's CompletedProcess. For a test of what a run writes, says and returns, where a subprocess adds only
+    the interpreter's start-up (4-7 s on a busy machine); a test of the process itself (a signal, a pipe, a launch,
+    what it imports) keeps run_script. ``env``: variables set while it runs."""
+    import contextlib
+    import io
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = run_in_process(args, cwd)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(["run_textbox.py", *args], code, stdout.getvalue(), stderr.getvalue())
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now (the system picks it), for a launcher's rendezvous: tests running side by side
     (pytest -n) each get their own."""

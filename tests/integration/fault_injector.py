@@ -1,24 +1,20 @@
-"""Worker of test_fault_at_each_stage: run_textbox.py, run as its own __main__, with one fault injected at the stage
-that TEXTBOX_FAULT_STAGE names (the test's table lists them). A fault that writes something first writes half of it
-into the staging copy the real code made, as a full or failing disk does, so that the test sees what is left behind.
+"""The faults of test_fault_at_each_stage: install(stage, setattr) makes the function of that stage (the test's table
+lists them) fail, through ``setattr`` (pytest's monkeypatch.setattr, which puts every function back after the test).
+A fault that writes something first writes half of it into the staging copy the real code made, as a full or failing
+disk does, so that the test sees what is left behind.
 
-usage: TEXTBOX_FAULT_STAGE=<stage> [TEXTBOX_FAULT_RANK=<rank>] python fault_injector.py <run_textbox.py arguments>
-
-TEXTBOX_FAULT_RANK: under a launcher (accelerate launch sets RANK), the fault is injected on that process only.
+Run as a script, it is the worker of the two-processes test: run_textbox.py with the fault installed
+(`TEXTBOX_FAULT_STAGE=<stage> [TEXTBOX_FAULT_RANK=<rank>] python fault_injector.py <run_textbox.py arguments>`;
+under a launcher, which sets RANK, TEXTBOX_FAULT_RANK injects it on that process only).
 """
 from __future__ import annotations
 
 import errno
-import os
 import pathlib
-import runpy
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-STAGE = os.environ.get("TEXTBOX_FAULT_STAGE", "")
-ON_RANK = os.environ.get("TEXTBOX_FAULT_RANK")  # unset: every process
+Setattr = Callable[[Any, str, Any], None]
 
 
 def io_error(path: Path) -> OSError:
@@ -38,16 +34,19 @@ def on_call(count: int, test: Callable[..., bool] = lambda *a, **k: True) -> Cal
     return nth
 
 
-def patch(owner: Any, name: str, fault: Callable[..., bool], raise_: Callable[..., BaseException]) -> None:
-    """owner.name raises ``raise_(*args)`` when ``fault(*args)`` says so, and runs as before otherwise."""
-    original = getattr(owner, name)
+def patcher(setattr_: Setattr) -> Callable[..., None]:
+    def patch(owner: Any, name: str, fault: Callable[..., bool], raise_: Callable[..., BaseException]) -> None:
+        """owner.name raises ``raise_(*args)`` when ``fault(*args)`` says so, and runs as before otherwise."""
+        original = getattr(owner, name)
 
-    def injected(*args: Any, **kwargs: Any) -> Any:
-        if fault(*args, **kwargs):
-            raise raise_(*args, **kwargs)
-        return original(*args, **kwargs)
+        def injected(*args: Any, **kwargs: Any) -> Any:
+            if fault(*args, **kwargs):
+                raise raise_(*args, **kwargs)
+            return original(*args, **kwargs)
 
-    setattr(owner, name, injected)
+        setattr_(owner, name, injected)
+
+    return patch
 
 
 def half_written(into: Callable[..., Path], file: str) -> Callable[..., BaseException]:
@@ -65,7 +64,8 @@ def staging_is(name: str) -> Callable[[Path], bool]:
     return lambda staging: Path(staging).name.startswith(f".{name}.")
 
 
-def install(stage: str) -> None:
+def install(stage: str, setattr_: Setattr) -> None:
+    patch = patcher(setattr_)
     if stage == "reading":  # the train split's source file cannot be read
         patch(pathlib.Path, "read_bytes", lambda self: self.name == "train.src",
               lambda self: PermissionError(errno.EACCES, "Permission denied (injected)", str(self)))
@@ -114,12 +114,17 @@ def install(stage: str) -> None:
 
         original_write_text = pathlib.Path.write_text
         patch(pathlib.Path, "write_text", half_results, lambda self, *a, **k: io_error(self))
-    elif stage:
-        raise SystemExit(f"fault_injector: unknown stage {stage!r}")
+    else:
+        raise ValueError(f"fault_injector: unknown stage {stage!r}")
 
 
 if __name__ == "__main__":
-    if ON_RANK is None or os.environ.get("RANK", "0") == ON_RANK:
-        install(STAGE)
-    sys.argv = [str(PROJECT_ROOT / "run_textbox.py"), *sys.argv[1:]]
+    import os
+    import runpy
+    import sys
+
+    on_rank = os.environ.get("TEXTBOX_FAULT_RANK")  # unset: every process
+    if on_rank is None or os.environ.get("RANK", "0") == on_rank:
+        install(os.environ["TEXTBOX_FAULT_STAGE"], setattr)
+    sys.argv = [str(Path(__file__).resolve().parents[2] / "run_textbox.py"), *sys.argv[1:]]
     runpy.run_path(sys.argv[0], run_name="__main__")

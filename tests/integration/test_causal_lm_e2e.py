@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.causal_helpers import save_tiny_causal_lm
-from tests.helpers import make_copy_dataset, run_in_process, run_script
+from tests.helpers import make_copy_dataset, run_in_process, run_script_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,7 @@ def trained_run(request, tmp_path_factory) -> Path:
     args = [f"--model={style}", f"--model_path={base}", "--from_scratch=True", f"--data_path={data}",
             "--dataset=copy", "--epochs=2", "--filename=run", *LENGTHS, "--train_batch_size=8",
             "--learning_rate=0.003", "--scheduler=constant", "--warmup_steps=0", "--logging_steps=2"]
-    assert run_in_process(args, cwd=work) == 0  # reloaded below by a new process, as a user tests a checkpoint
+    assert run_in_process(args, cwd=work) == 0  # reloaded below from its files, as a user tests a checkpoint
     return work / "saved" / "run"
 
 
@@ -55,9 +55,9 @@ def test_checkpoint_best_reloads_for_testing_with_the_same_generations(trained_r
     assert not model.config.is_encoder_decoder and tokenizer.pad_token_id == tokenizer.eos_token_id
 
     work = trained_run.parent.parent
-    done = run_script([f"--model={model.config.model_type}", f"--model_path={trained_run / 'checkpoint_best'}",
-                       f"--data_path={work / 'copy'}", "--dataset=copy", "--do_train=False", "--filename=test_only",
-                       *LENGTHS], cwd=work)
+    done = run_script_in_process([f"--model={model.config.model_type}",
+                                  f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}",
+                                  "--dataset=copy", "--do_train=False", "--filename=test_only", *LENGTHS], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     tested = work / "saved" / "test_only"
     assert (tested / "generation.txt").read_text() == (trained_run / "generation.txt").read_text()

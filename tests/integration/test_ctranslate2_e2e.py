@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_in_process, run_script, run_two_processes
+from tests.helpers import make_copy_dataset, run_in_process, run_script_in_process, run_two_processes
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,8 @@ def _digests(directory: Path) -> dict[str, str]:
 
 def test_ctranslate2_end_to_end(trained_copy_run: Path, tmp_path: Path):
     """On the shared run (tests/integration/conftest.py), which validated and tested with CTranslate2 (the default
-    backend for its BART-shaped model); the runs below convert into their own cache (--cache_dir)."""
+    backend for its BART-shaped model); the runs below convert into their own cache (--cache_dir). Its two-process
+    test holds docs/invariants.md's "one process and two give the same outputs, in order" for both engines."""
     data = trained_copy_run.parent.parent / "copy"
     common = [f"--data_path={data}", "--dataset=copy", "--tracker=none", f"--cache_dir={tmp_path / 'cache'}",
               "--src_len=24", "--tgt_len=16"]
@@ -40,14 +41,18 @@ def test_ctranslate2_end_to_end(trained_copy_run: Path, tmp_path: Path):
     assert "2 process(es)" in two_log
     assert "decoding with ctranslate2: --decoding_backend=ctranslate2: bart converts (translator)" in two_log
 
-    reference = run_script([*testing, "--decoding_backend=transformers", "--filename=reference"], cwd=tmp_path)
+    reference = run_script_in_process([*testing, "--decoding_backend=transformers", "--filename=reference"],
+                                      cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr[-3000:]
     expected = (tmp_path / "saved" / "reference" / "generation.txt").read_text()
     assert len(expected.splitlines()) == 13 and len(expected.split()) > 13  # words, not empty lines
     assert (tmp_path / "saved" / "two" / "generation.txt").read_text() == expected
+    # and those of the run's own test pass, on one process (CTranslate2 there too)
+    assert (tmp_path / "saved" / "two" / "generation.txt").read_text() == \
+        (trained_copy_run / "generation.txt").read_text()
 
-    inference = run_script([*testing, "--decoding_backend=ctranslate2", f"--input_file={data / 'test.src'}",
-                            f"--output_file={tmp_path / 'out.txt'}", "--filename=infer"], cwd=tmp_path)
+    inference = run_script_in_process([*testing, "--decoding_backend=ctranslate2", f"--input_file={data / 'test.src'}",
+                                       f"--output_file={tmp_path / 'out.txt'}", "--filename=infer"], cwd=tmp_path)
     assert inference.returncode == 0, inference.stderr[-3000:]
     assert (tmp_path / "out.txt").read_text() == expected
     infer_log = (tmp_path / "saved" / "infer" / "project.log").read_text()
@@ -57,8 +62,8 @@ def test_ctranslate2_end_to_end(trained_copy_run: Path, tmp_path: Path):
 
 def test_explicit_ctranslate2_is_refused_before_training(tmp_path: Path):
     data = make_copy_dataset(tmp_path / "copy")
-    done = run_script(["--model=gru", f"--data_path={data}", "--dataset=copy", "--decoding_backend=ctranslate2"],
-                      cwd=tmp_path)
+    done = run_script_in_process(["--model=gru", f"--data_path={data}", "--dataset=copy",
+                                  "--decoding_backend=ctranslate2"], cwd=tmp_path)
     assert done.returncode == 2
     assert "--model=gru is an RNN, which CTranslate2 cannot run" in done.stderr
     assert not (tmp_path / "saved").exists()

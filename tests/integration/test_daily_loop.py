@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_script_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +30,8 @@ def test_no_progress_bar_is_glued_onto_the_log_when_stderr_is_not_a_terminal(qui
 
 def test_testing_a_quick_test_checkpoint_says_it_reads_the_whole_split(quick_run):
     run_dir, _ = quick_run
-    done = run_script([f"--model_path={run_dir / 'checkpoint_best'}", "--do_train=False", "--filename=tested",
-                       "--tracker=none"], cwd=run_dir.parent.parent)
+    done = run_script_in_process([f"--model_path={run_dir / 'checkpoint_best'}", "--do_train=False",
+                                  "--filename=tested", "--tracker=none"], cwd=run_dir.parent.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "the checkpoint's run used quick_test=24; this test reads the whole split (give --quick_test=24" \
         in done.stderr

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas
 
-from tests.helpers import TINY_MODEL_ARGS, run_script
+from tests.helpers import TINY_MODEL_ARGS, run_script_in_process
 
 
 def test_a_parquet_split_cut_short_is_one_error_line_naming_it(tmp_path: Path):
@@ -17,8 +17,9 @@ def test_a_parquet_split_cut_short_is_one_error_line_naming_it(tmp_path: Path):
         pandas.DataFrame([{"src": "a b c", "tgt": ["c b a"]}] * 20).to_parquet(data / f"{split}.parquet")
     train = data / "train.parquet"
     train.write_bytes(train.read_bytes()[:train.stat().st_size // 2])
-    done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--data_format=parquet", "--dataset=cut",
-                       f"--cache_dir={tmp_path / 'cache'}", f"--saved_dir={tmp_path / 'saved'}"], cwd=tmp_path)
+    done = run_script_in_process([*TINY_MODEL_ARGS, f"--data_path={data}", "--data_format=parquet", "--dataset=cut",
+                                  f"--cache_dir={tmp_path / 'cache'}", f"--saved_dir={tmp_path / 'saved'}"],
+                                 cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]

@@ -1,6 +1,7 @@
 """The embedded default task (pydoc_keywords) is learnable: after training on a small slice, test metrics are clearly
 better than those of the same model untrained, and the default fitted to a slice gives each of its inputs its own
-output with no stutter. The full default run's figures are in docs/default_run.md."""
+output with no stutter. The full default run's figures are in docs/default_run.md. The runs are run_textbox.py's
+entry in this process (one thread, as a subprocess's): a subprocess would add only its start-up."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_script
+from tests.helpers import run_script_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +33,8 @@ def test_trained_beats_untrained_on_a_slice(workdir: Path):
 
     # 2 epochs of 47 steps (about 25 s of training): the margins below held with room to spare (test loss 5.95,
     # rouge-1 13.3, bleu-1 13.2; the untrained model writes nothing)
-    trained = run_script([*SMALL, "--epochs=2", "--train_batch_size=32", "--learning_rate=0.002",
-                          "--warmup_steps=50", "--filename=trained"], cwd=workdir)
+    trained = run_script_in_process([*SMALL, "--epochs=2", "--train_batch_size=32", "--learning_rate=0.002",
+                                     "--warmup_steps=50", "--filename=trained"], cwd=workdir)
     assert trained.returncode == 0, trained.stderr[-3000:]
     best = workdir / "saved" / "trained" / "checkpoint_best"
 
@@ -44,8 +45,8 @@ def test_trained_beats_untrained_on_a_slice(workdir: Path):
     for name in best.iterdir():
         if "token" in name.name:
             shutil.copy(name, untrained_dir / name.name)
-    untrained = run_script([*SMALL, f"--model_path={untrained_dir}", "--do_train=False", "--filename=untrained"],
-                           cwd=workdir)
+    untrained = run_script_in_process([*SMALL, f"--model_path={untrained_dir}", "--do_train=False",
+                                       "--filename=untrained"], cwd=workdir)
     assert untrained.returncode == 0, untrained.stderr[-3000:]
 
     after = json.loads((workdir / "saved" / "trained" / "results.json").read_text())["test"]
@@ -76,9 +77,8 @@ def test_the_default_gives_distinct_outputs_without_stutter_on_a_slice(workdir: 
     train_sources = (workdir / "dataset" / "pydoc_keywords" / "train.src").read_text(encoding="utf-8").splitlines()
     sources = workdir / "train96.src"
     sources.write_text("".join(line + "\n" for line in train_sources[:96]), encoding="utf-8")
-    fitted = run_script(["--quick_test=96", "--max_steps=400", "--warmup_steps=100",
-                         "--do_valid=False", f"--input_file={sources}", "--tracker=none", "--filename=fitted"],
-                        cwd=workdir)
+    fitted = run_script_in_process(["--quick_test=96", "--max_steps=400", "--warmup_steps=100", "--do_valid=False",
+                                    f"--input_file={sources}", "--tracker=none", "--filename=fitted"], cwd=workdir)
     assert fitted.returncode == 0, fitted.stderr[-3000:]
     outputs = (workdir / "saved" / "fitted" / "generation.txt").read_text(encoding="utf-8").splitlines()
     assert len(outputs) == 96

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, sigterm_after_step,
-                           train_losses)
-from tests.integration.test_resume import ONE_THREAD, _digest
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script_in_process,
+                           sigterm_after_step, train_losses)
+from tests.integration.test_resume import _digest
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def pretrained(tmp_path_factory) -> Path:
     """One uninterrupted pre-training run: the model fine-tuned below, and the run a resumed one must equal."""
     work = tmp_path_factory.mktemp("denoising")
     data = make_text_dataset(work / "text")
-    # in this process (one thread, as the subprocesses below): the interrupted one and the fine-tuning are new ones
+    # in this process (one thread, as the interrupted run's subprocess), as are the fine-tuning and the resume
     assert run_in_process([*WHOLE_ARGS, f"--data_path={data}", "--filename=whole"], cwd=work) == 0
     return work / "saved" / "whole"
 
@@ -56,8 +56,8 @@ def test_pretrain_then_fine_tune(pretrained: Path, tmp_path: Path):
 
     # the checkpoint's tokenizer is used as saved: --tokenizer_kwargs (how to train a new one) would be refused
     reload_args = [arg for arg in TINY_MODEL_ARGS if not arg.startswith("--tokenizer_kwargs=")]
-    tuned = run_script([*reload_args, f"--data_path={data}", "--dataset=text", "--max_steps=6",
-                        f"--model_path={pre / 'checkpoint_best'}", "--filename=tuned"], cwd=tmp_path)
+    tuned = run_script_in_process([*reload_args, f"--data_path={data}", "--dataset=text", "--max_steps=6",
+                                   f"--model_path={pre / 'checkpoint_best'}", "--filename=tuned"], cwd=tmp_path)
     assert tuned.returncode == 0, tuned.stderr[-3000:]
     tuned_dir = tmp_path / "saved" / "tuned"
     assert len((tuned_dir / "generation.txt").read_text().split("\n")[:-1]) == 13
@@ -76,7 +76,7 @@ def test_interrupted_pretraining_resumes_exactly(pretrained: Path):
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 24  # 96 examples / (8 x 2) = 6 steps per epoch, 24 in all
 
-    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=work, env=ONE_THREAD)
+    resumed = run_script_in_process([*args, "--filename=cut", "--resume=True"], cwd=work)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole_dir = pretrained
     assert sorted(train_losses(whole_dir)) == list(range(1, 25))

@@ -1,6 +1,6 @@
 """Parameter-efficient tuning end to end through run_textbox.py: a tiny saved BART tuned with LoRA, BitFit and
-prompt-tuning; checkpoint_best holds only the trained parameters, reloads for testing in a new process and
-resumes exactly."""
+prompt-tuning; checkpoint_best holds only the trained parameters, reloads from its files for testing and resumes
+exactly. Every run is run_textbox.py's entry in this process (one thread): a subprocess would add only its start-up."""
 from __future__ import annotations
 
 import hashlib
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_in_process, run_script, tiny_bart_config, train_losses
+from tests.helpers import make_copy_dataset, run_in_process, run_script_in_process, tiny_bart_config, train_losses
 
 BASE_ARGS = ["--model=bart", "--dataset=copy", "--src_len=24", "--tgt_len=16", "--train_batch_size=8",
              "--eval_batch_size=16", "--learning_rate=0.01", "--scheduler=constant", "--warmup_steps=0",
@@ -39,14 +39,14 @@ def setup(tmp_path_factory) -> tuple[Path, Path]:
 
 def _run(setup, tmp_path, *args):
     data, base = setup
-    result = run_script([*BASE_ARGS, f"--data_path={data}", f"--model_path={base}", *args], cwd=tmp_path)
+    result = run_script_in_process([*BASE_ARGS, f"--data_path={data}", f"--model_path={base}", *args], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
 
 def _train_in_process(setup, tmp_path, *args) -> None:
-    """A training the tests compare against, in this process (one thread); the runs that reload or resume what it
-    saved are new processes (_run), as a user's are."""
+    """A training the tests compare against; the runs that reload or resume what it saved are new runs (_run), as a
+    user's are."""
     data, base = setup
     assert run_in_process([*BASE_ARGS, f"--data_path={data}", f"--model_path={base}", *args], cwd=tmp_path) == 0
 
@@ -75,7 +75,7 @@ def test_lora_saves_the_adapter_only_and_it_reloads_for_testing(setup, lora_run,
     results = json.loads((run_dir / "results.json").read_text())
     assert "bleu" in results["test"]
 
-    # a new process tests checkpoint_best: base model + adapter give the same generations and figures
+    # a new run tests checkpoint_best: base model + adapter, loaded from its files, give the same outputs and figures
     _run(setup, tmp_path, f"--model_path={best}", "--do_train=False", "--filename=lora-test")
     test_dir = tmp_path / "saved" / "lora-test"
     assert (test_dir / "generation.txt").read_text() == (run_dir / "generation.txt").read_text()

@@ -18,7 +18,8 @@ from textbox.config import ConfigError, TextBoxError, TextBoxUserError, load_con
 from textbox.config.run_config import LAST_CHECKPOINT
 from textbox.pipeline import run_dir as run_dirs
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes, tiny_bart_config
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_script, run_script_in_process, run_two_processes,
+                           tiny_bart_config)
 from tests.unit.utils.test_logging import BAR, LOG_LINE, mixed_lines, visible_lines
 
 MAIN_PROCESS = SimpleNamespace(is_main_process=True, wait_for_everyone=lambda: None)
@@ -92,14 +93,14 @@ def test_a_finished_run_is_never_replaced(tmp_path, fresh_accelerate_state):
 
 @pytest.fixture(scope="module")
 def bad_model_path_run(tmp_path_factory) -> tuple[Path, list[str], subprocess.CompletedProcess]:
-    """(work directory, arguments, the one-process run): --model_path names a directory with no config.json, which
-    the builder refuses on rank 0. Shared by the one-process and the two-process test."""
+    """(work directory, arguments, the one-process run, in this process): --model_path names a directory with no
+    config.json, which the builder refuses on rank 0. Shared by the one-process and the two-process test."""
     work = tmp_path_factory.mktemp("bad-model-path")
     data = make_copy_dataset(work / "copy")
     (work / "empty").mkdir()
     args = ["--model=bart", f"--model_path={work / 'empty'}", f"--data_path={data}", "--dataset=copy",
             "--tracker=none", "--filename=bad"]
-    return work, args, run_script(args, cwd=work, timeout=300)
+    return work, args, run_script_in_process(args, cwd=work)
 
 
 def test_a_bad_model_path_fails_before_anything_is_written(bad_model_path_run):
@@ -139,8 +140,8 @@ def test_a_checkpoint_that_cannot_run_these_settings_fails_before_anything_is_wr
     if problem == "model_type":
         config = json.loads((checkpoint / "config.json").read_text())
         (checkpoint / "config.json").write_text(json.dumps({**config, "model_type": "bart_v9"}))
-    done = run_script([f"--model_path={checkpoint}", "--model=seq2seq", f"--data_path={data}", "--tracker=none",
-                       *arguments], cwd=tmp_path, timeout=300)
+    done = run_script_in_process([f"--model_path={checkpoint}", "--model=seq2seq", f"--data_path={data}",
+                                  "--tracker=none", *arguments], cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "saved").exists()
@@ -148,7 +149,7 @@ def test_a_checkpoint_that_cannot_run_these_settings_fails_before_anything_is_wr
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA devices")
 def test_gpu_id_on_a_machine_without_cuda_is_refused_before_anything_is_written(tmp_path):
-    done = run_script(["--gpu_id=5", "--filename=gpu"], cwd=tmp_path, timeout=300)
+    done = run_script_in_process(["--gpu_id=5", "--filename=gpu"], cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: --gpu_id=5, but ")
     assert "no CUDA device is visible; drop --gpu_id to run on the CPU" in done.stderr

@@ -3,11 +3,14 @@ checkpoint write, validation, test decoding, scoring, results) is one `error:` l
 exit 1 (2 for input), a FAILED mark saying why once the run directory exists, no half-written file left in it, and
 everything computed before the fault kept.
 
-Each case is run_textbox.py in a subprocess under fault_injector.py, which makes the stage's function fail (writing
-half of what it writes first). The run: the tiny transformer on a small reverse-the-words set, 4 steps validated
-every 2 (two validations, each writing checkpoint_best when better, checkpoint-<step> and checkpoint_last), then the
-test split decoded and scored. A checkpoint fault lands on the second write of that checkpoint, so that the first
-is there to keep. The cases after reading share one working directory, hence the data and tokenizer caches.
+Each case is run_textbox.py's entry (``run_cli``, whose return is the process's exit code and whose stderr is the
+console's) run in this process with fault_injector.py making the stage's function fail (writing half of what it
+writes first); monkeypatch puts the function back after the case. In process: ten interpreter starts cost more than
+the ten runs, and the fault handling under test is run_cli's and the pipeline's, not the process's. The run: the
+tiny transformer on a small reverse-the-words set, 4 steps validated every 2 (two validations, each writing
+checkpoint_best when better, checkpoint-<step> and checkpoint_last), then the test split decoded and scored. A
+checkpoint fault lands on the second write of that checkpoint, so that the first is there to keep. The cases after
+reading share one working directory, hence the data and tokenizer caches.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_script, run_two_processes
+from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_two_processes
+from tests.integration.fault_injector import install
 
 pytestmark = pytest.mark.slow
 
@@ -69,10 +73,13 @@ def run_args(stage: str, work: Path, cwd: Path) -> list[str]:
             "--max_save=3", "--metrics=['bleu']", "--decoding_backend=transformers"]
 
 
-def run_with_fault(stage: str, work: Path, cwd: Path) -> tuple[int, str]:
-    done = run_script(run_args(stage, work, cwd), cwd=cwd, timeout=600, env={"TEXTBOX_FAULT_STAGE": stage},
-                      script="tests/integration/fault_injector.py")
-    return done.returncode, done.stderr
+def run_with_fault(stage: str, work: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch,
+                   capfd: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """run_textbox.py's run with the stage's fault, in this process: (exit code, stderr)."""
+    install(stage, monkeypatch.setattr)
+    capfd.readouterr()
+    code = run_in_process(run_args(stage, work, cwd), cwd=cwd)
+    return code, capfd.readouterr().err
 
 
 def run_name(stage: str) -> str:
@@ -85,9 +92,10 @@ def leftovers(directory: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=[stage.name for stage in STAGES])
-def test_a_fault_at_each_stage_is_one_error_line_a_failed_mark_and_nothing_computed_lost(stage, work, tmp_path):
+def test_a_fault_at_each_stage_is_one_error_line_a_failed_mark_and_nothing_computed_lost(stage, work, tmp_path,
+                                                                                        monkeypatch, capfd):
     cwd = tmp_path if stage.name in ("reading", "tokenising") else work  # a fresh cache to tokenise into
-    code, stderr = run_with_fault(stage.name, work, cwd)
+    code, stderr = run_with_fault(stage.name, work, cwd, monkeypatch, capfd)
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert code == stage.code, stderr[-3000:]
     assert len(errors) == 1 and re.search(stage.says, errors[0]), stderr[-3000:]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, run_two_processes
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script_in_process,
+                           run_two_processes)
 from textbox.decoding.detokenize import one_line
 
 pytestmark = pytest.mark.slow
@@ -94,7 +95,7 @@ def test_input_file_writes_all_sequences_next_to_the_output_file(trained_run: Pa
             "--tracker=none", "--src_len=24", f"--tgt_len={TGT_LEN}", "--eval_batch_size=5",
             f"--data_path={work / 'copy'}", f"--generation_kwargs={GENERATION}", f"--input_file={sources}",
             f"--output_file={output}", f"--filename=infer{processes}"]
-    done = run_script(args, cwd=work) if processes == 1 else run_two_processes(args, work)
+    done = run_script_in_process(args, cwd=work) if processes == 1 else run_two_processes(args, work)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = _reference(trained_run / "checkpoint_best", sources)
     if processes == 1:
@@ -110,8 +111,8 @@ def test_a_bad_generation_setting_stops_before_training(tmp_path: Path):
     """It used to train, then die at test time with a ZeroDivisionError traceback."""
     data = make_copy_dataset(tmp_path / "copy")
     # one run with both bad settings: every problem is reported at once
-    done = run_script([*TINY_MODEL_ARGS, f"--data_path={data}", "--generation_kwargs={'num_beams': 0, 'num_beam': 4}"],
-                      cwd=tmp_path)
+    done = run_script_in_process([*TINY_MODEL_ARGS, f"--data_path={data}",
+                                  "--generation_kwargs={'num_beams': 0, 'num_beam': 4}"], cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     for expected in ("'num_beams' must be at least 1, got 0",
                      "unknown generation setting 'num_beam'; did you mean 'num_beams'?"):

@@ -1,5 +1,6 @@
 """End to end: a key the model's builder cannot honour, or a damaged checkpoint, stops run_textbox.py with exit 2
-and one message before anything is written; --from_scratch=True with a checkpoint really starts from new weights."""
+and one message before anything is written; --from_scratch=True with a checkpoint really starts from new weights.
+Each run is run_textbox.py's entry in this process (its exit code and stderr, as a subprocess would give them)."""
 from __future__ import annotations
 
 import shutil
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import make_copy_dataset, run_script, tiny_bart_config
+from tests.helpers import make_copy_dataset, run_script_in_process, tiny_bart_config
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +42,9 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def test_a_key_the_builder_cannot_honour_exits_2_before_anything_is_written(work: Path, tmp_path: Path):
-    done = run_script([*ARGS, "--model=transformer", f"--model_path={work / 'bart'}", f"--data_path={work / 'copy'}",
-                       "--tokenizer_kwargs={'vocab_size': 500}", "--mask_ratio=0.5"], cwd=tmp_path)
+    done = run_script_in_process([*ARGS, "--model=transformer", f"--model_path={work / 'bart'}",
+                                  f"--data_path={work / 'copy'}", "--tokenizer_kwargs={'vocab_size': 500}",
+                                  "--mask_ratio=0.5"], cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert "--tokenizer_kwargs sets how --model=transformer trains a new BPE tokenizer" in done.stderr
@@ -53,9 +55,10 @@ def test_a_key_the_builder_cannot_honour_exits_2_before_anything_is_written(work
 
 def test_from_scratch_with_a_checkpoint_trains_new_weights(work: Path, tmp_path: Path):
     # a learning rate of 1e-9 barely moves weights: what checkpoint_best holds shows where training started
-    done = run_script([*ARGS, "--model=bart", f"--model_path={work / 'bart'}", f"--data_path={work / 'copy'}",
-                       "--from_scratch=True", "--learning_rate=1e-9", "--max_steps=1", "--valid_strategy=step",
-                       "--valid_steps=1", "--do_test=False"], cwd=tmp_path)
+    done = run_script_in_process([*ARGS, "--model=bart", f"--model_path={work / 'bart'}",
+                                  f"--data_path={work / 'copy'}", "--from_scratch=True", "--learning_rate=1e-9",
+                                  "--max_steps=1", "--valid_strategy=step", "--valid_steps=1", "--do_test=False"],
+                                 cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     pretrained, trained = _weights(work / "bart"), _weights(tmp_path / "saved" / "run" / "checkpoint_best")
     assert trained.keys() == pretrained.keys()
@@ -68,8 +71,8 @@ def test_a_damaged_weights_file_exits_2_naming_it_and_leaves_it_unchanged(work: 
     weights = damaged / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
     before = weights.read_bytes()
-    done = run_script([*ARGS, "--model=bart", f"--model_path={damaged}", f"--data_path={work / 'copy'}"],
-                      cwd=tmp_path)
+    done = run_script_in_process([*ARGS, "--model=bart", f"--model_path={damaged}", f"--data_path={work / 'copy'}"],
+                                 cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert f"file {weights} is damaged" in done.stderr and "truncated" in done.stderr
@@ -87,8 +90,8 @@ def test_damaged_weights_only_torch_can_read_exit_2_naming_them(work: Path, tmp_
     weights = damaged / "pytorch_model.bin"
     torch.save(_weights(work / "bart"), weights)
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
-    done = run_script([*ARGS, "--model=bart", f"--model_path={damaged}", f"--data_path={work / 'copy'}",
-                       "--do_train=False"], cwd=tmp_path)
+    done = run_script_in_process([*ARGS, "--model=bart", f"--model_path={damaged}", f"--data_path={work / 'copy'}",
+                                  "--do_train=False"], cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert f"file {weights} is damaged" in done.stderr

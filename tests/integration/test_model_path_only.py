@@ -11,7 +11,7 @@ import yaml
 
 from tests.causal_helpers import save_tiny_causal_lm
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import make_copy_dataset, run_script, tiny_bart_config
+from tests.helpers import make_copy_dataset, run_script_in_process, tiny_bart_config
 
 pytestmark = pytest.mark.slow
 
@@ -105,8 +105,8 @@ def expected_learning_rates(family: str, steps: int) -> list[float]:
                                              (save_bert, "bert2bert")])
 def test_model_path_alone_chooses_the_family_and_its_yaml(work, data, builder, family):
     checkpoint = builder(work / f"hub-{family}", data, work)
-    done = run_script([f"--model_path={checkpoint}", f"--data_path={data}", *SMALL, f"--filename={family}"],
-                      cwd=work)
+    done = run_script_in_process([f"--model_path={checkpoint}", f"--data_path={data}", *SMALL,
+                                  f"--filename={family}"], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = work / "saved" / family
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -123,8 +123,8 @@ def test_a_contradicting_model_stops_before_anything_is_written(work, data):
     if not checkpoint.exists():
         save_bart(checkpoint, data, work)
     before = sorted(p.name for p in (work / "saved").iterdir()) if (work / "saved").exists() else []
-    done = run_script(["--model=t5", f"--model_path={checkpoint}", f"--data_path={data}", *SMALL,
-                       "--filename=contradiction"], cwd=work)
+    done = run_script_in_process(["--model=t5", f"--model_path={checkpoint}", f"--data_path={data}", *SMALL,
+                                  "--filename=contradiction"], cwd=work)
     assert done.returncode == 2
     assert f"--model=t5 contradicts --model_path={checkpoint}" in done.stderr and "--model=bart" in done.stderr
     assert "Traceback" not in done.stderr

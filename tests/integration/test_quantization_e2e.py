@@ -1,6 +1,6 @@
 """Quantised base weights end to end through run_textbox.py (bitsandbytes on the CPU): NF4 + LoRA (QLoRA) on a tiny
 saved BART and INT8 + LoRA on a tiny saved GPT-2 train; checkpoint_best holds the adapter and how to quantise its
-base again; a new process reloads it quantised and tests it to the same outputs (and generates for --input_file);
+base again; a new run reloads it quantised and tests it to the same outputs (and generates for --input_file);
 a resumed run equals an uninterrupted one; an explicit CTranslate2 decodes the dequantised, merged model."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_copy_dataset, run_script, tiny_bart_config, train_losses
+import run_hyper
+from tests.helpers import make_copy_dataset, run_script_in_process, tiny_bart_config, train_losses
 
 pytest.importorskip("bitsandbytes")
 
@@ -48,8 +49,8 @@ def bases(tmp_path_factory) -> tuple[Path, dict[str, Path]]:
 def _run(bases, cwd: Path, case: str, *args: str):
     data, models = bases
     family, keys = CASES[case]
-    result = run_script([*COMMON, f"--model={family}", f"--data_path={data}", f"--model_path={models[family]}", *keys,
-                         *args], cwd=cwd)
+    result = run_script_in_process([*COMMON, f"--model={family}", f"--data_path={data}",
+                                    f"--model_path={models[family]}", *keys, *args], cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -78,17 +79,17 @@ def test_the_adapter_trains_on_the_quantised_base_and_reloads_quantised(bases, t
     assert "decoding with transformers: --decoding_backend=auto: the base weights are quantised" in log
     results = json.loads((run_dir / "results.json").read_text())
 
-    # a new process tests checkpoint_best: the base quantised again from the record, the same outputs
+    # a new run tests checkpoint_best, loaded from its files: the base quantised again from the record, the same outputs
     (tmp_path / "inputs.txt").write_text("red cat dog\nblue tree\n")
     args = [f"--model={family}", f"--model_path={best}", "--do_train=False", "--tracker=none", "--metrics=['bleu']"]
-    tested = run_script([*args, "--filename=test"], cwd=tmp_path)
+    tested = run_script_in_process([*args, "--filename=test"], cwd=tmp_path)
     assert tested.returncode == 0, tested.stderr[-3000:]
     test_dir = tmp_path / "saved" / "test"
     assert f"quantised base weights: {case}" in (test_dir / "project.log").read_text()
     assert (test_dir / "generation.txt").read_text() == (run_dir / "generation.txt").read_text()
     assert json.loads((test_dir / "results.json").read_text())["test"] == results["test"]
-    generated = run_script([*args, f"--input_file={tmp_path / 'inputs.txt'}",
-                            f"--output_file={tmp_path / 'out.txt'}", "--filename=inputs"], cwd=tmp_path)
+    generated = run_script_in_process([*args, f"--input_file={tmp_path / 'inputs.txt'}",
+                                       f"--output_file={tmp_path / 'out.txt'}", "--filename=inputs"], cwd=tmp_path)
     assert generated.returncode == 0, generated.stderr[-3000:]
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 2
 
@@ -109,8 +110,9 @@ def test_ctranslate2_decodes_the_dequantised_merged_model(bases, trained, tmp_pa
     adapter); its outputs agree with generate's on the quantised model for nearly every example."""
     case, run_dir = trained
     family = CASES[case][0]
-    done = run_script([f"--model={family}", f"--model_path={run_dir / 'checkpoint_best'}", "--do_train=False",
-                       "--tracker=none", "--decoding_backend=ctranslate2", "--filename=ct2"], cwd=tmp_path)
+    done = run_script_in_process([f"--model={family}", f"--model_path={run_dir / 'checkpoint_best'}",
+                                  "--do_train=False", "--tracker=none", "--decoding_backend=ctranslate2",
+                                  "--filename=ct2"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     log = (tmp_path / "saved" / "ct2" / "project.log").read_text()
     assert "decoding with ctranslate2" in log
@@ -120,16 +122,17 @@ def test_ctranslate2_decodes_the_dequantised_merged_model(bases, trained, tmp_pa
     assert sum(a == b for a, b in zip(ours, reference)) >= len(reference) - 2
 
 
-def test_a_search_tests_its_best_qlora_trial_on_the_quantised_base(bases, tmp_path):
-    """run_hyper.py: the trials train NF4 + LoRA; the best trial's checkpoint_best is tested with its base
-    quantised again from the record (the search does not pass model-building keys to that test)."""
+def test_a_search_tests_its_best_qlora_trial_on_the_quantised_base(bases, tmp_path, monkeypatch, capsys):
+    """run_hyper.py (its entry, in this process): the trials train NF4 + LoRA; the best trial's checkpoint_best is
+    tested with its base quantised again from the record (the search does not pass model-building keys to that
+    test)."""
     data, models = bases
     space = tmp_path / "lr.space"
     space.write_text("learning_rate choice [0.003, 0.01]\n")
-    done = run_script([f"--space={space}", "--algo=exhaustive", "--filename=search", *COMMON, "--model=bart",
-                       f"--data_path={data}", f"--model_path={models['bart']}", *CASES["nf4"][1]], cwd=tmp_path,
-                      script="run_hyper.py")
-    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    code = run_hyper.main([f"--space={space}", "--algo=exhaustive", "--filename=search", *COMMON, "--model=bart",
+                           f"--data_path={data}", f"--model_path={models['bart']}", *CASES["nf4"][1]])
+    assert code == 0, capsys.readouterr().err[-3000:]
     directory = tmp_path / "saved" / "search"
     best = json.loads((directory / "best.json").read_text())
     assert "bleu" in best["test"]

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import make_copy_dataset, run_script
+from tests.helpers import make_copy_dataset, run_script_in_process
 
 RECIPES = sorted((PROJECT_ROOT / "configs" / "recipes").glob("*.yaml"))
 
@@ -56,7 +56,7 @@ def test_recipe_runs_a_few_steps_on_its_dataset(recipe: Path, tmp_path: Path, sh
     """The recipe as shipped, on a slice of its own dataset (../shared) with a tiny model: it trains, tests and
     scores every metric it names."""
     data = shared_dataset(recipe.stem)  # each recipe is named after its dataset
-    done = run_script([f"--config_files={recipe}", f"--data_path={data}", *TINY], cwd=tmp_path)
+    done = run_script_in_process([f"--config_files={recipe}", f"--data_path={data}", *TINY], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = tmp_path / "saved" / "run"
     results = json.loads((run_dir / "results.json").read_text())

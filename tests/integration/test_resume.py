@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import (TINY_MODEL_ARGS, accelerate_two_cpu_processes, make_copy_dataset, run_in_process,
-                           run_script, sigterm_after_step, start_script, train_losses, wait_for_step)
+                           run_script_in_process, sigterm_after_step, start_script, train_losses, wait_for_step)
 
 pytestmark = pytest.mark.slow
 
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # tiny models: fastest on one thread, and robust on busy cores
 RUN_ARGS = [*TINY_MODEL_ARGS, "--dataset=copy", "--epochs=3", "--logging_steps=1", "--valid_strategy=step",
             "--valid_steps=10", "--train_batch_size=8", "--accumulation_steps=2", "--scheduler=linear",
             "--warmup_steps=3"]
@@ -34,7 +33,8 @@ def _digest(path: Path) -> str:
 def test_sigterm_then_resume_is_bit_identical(tmp_path: Path, extra: list[str]):
     data = make_copy_dataset(tmp_path / "copy")
     args = [*RUN_ARGS, f"--data_path={data}", *extra]
-    # the uninterrupted reference runs in this process (one thread, as the subprocesses below)
+    # the uninterrupted reference and the resumed run run in this process (one thread, as the interrupted run's
+    # subprocess): a subprocess would add only its start-up
     assert run_in_process([*args, "--filename=whole"], cwd=tmp_path) == 0
 
     cut_dir = tmp_path / "saved" / "cut"
@@ -44,7 +44,7 @@ def test_sigterm_then_resume_is_bit_identical(tmp_path: Path, extra: list[str]):
     stopped_at = json.loads((cut_dir / "checkpoint_last" / "train_state.json").read_text())["step"]
     assert 4 <= stopped_at < 18  # 96 examples / (8 x 2) = 6 steps per epoch, 18 in all
 
-    resumed = run_script([*args, "--filename=cut", "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
+    resumed = run_script_in_process([*args, "--filename=cut", "--resume=True"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole_dir = tmp_path / "saved" / "whole"
     assert train_losses(cut_dir) == train_losses(whole_dir)
@@ -91,7 +91,7 @@ def test_kill_9_at_any_moment_leaves_loadable_checkpoints(tmp_path: Path):
         time.sleep(delay)
     process.kill()
     process.wait()
-    resumed = run_script([*args, "--resume=True"], cwd=tmp_path, env=ONE_THREAD)
+    resumed = run_script_in_process([*args, "--resume=True"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     AutoModelForSeq2SeqLM.from_pretrained(run_dir / "checkpoint_best")
     assert json.loads((run_dir / "checkpoint_last" / "train_state.json").read_text())["step"] == 18
@@ -170,7 +170,7 @@ def test_sigterm_during_the_test_pass_says_how_to_finish_it_and_resume_does(tmp_
     assert line[len("error: "):] in (run_dir / "FAILED").read_text()
     assert not (run_dir / "results.json").exists()
 
-    finished = run_script([*args, "--resume=True", "--saved_dir=saved"], cwd=tmp_path, env=ONE_THREAD)
+    finished = run_script_in_process([*args, "--resume=True", "--saved_dir=saved"], cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr[-3000:]
     results = json.loads((run_dir / "results.json").read_text())
     assert results["steps"] == 2 and "test" in results

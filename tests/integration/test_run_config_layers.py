@@ -12,12 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, sigterm_after_step,
-                           train_losses)
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script_in_process,
+                           sigterm_after_step, train_losses)
 
 pytestmark = pytest.mark.slow
-
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def _files(run_dir: Path) -> dict[str, str]:
@@ -32,7 +30,7 @@ def runs(tmp_path_factory) -> tuple[Path, list[str]]:
     data = make_copy_dataset(work / "copy", {"train": 48, "valid": 8, "test": 8})
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", "--epochs=3", "--logging_steps=1", "--valid_strategy=step",
             "--valid_steps=10", "--saved_dir=saved"]
-    assert run_in_process([*args, "--filename=whole"], cwd=work) == 0  # one thread, as the subprocesses below
+    assert run_in_process([*args, "--filename=whole"], cwd=work) == 0  # one thread, as sigterm_after_step's run
     return work, args
 
 
@@ -43,14 +41,14 @@ def test_a_bare_resume_continues_from_the_runs_own_config(runs):
     assert returncode == 128 + signal.SIGTERM, stderr[-3000:]
     before = _files(cut_dir)
 
-    refused = run_script(["--resume=True", "--filename=cut", "--saved_dir=saved", "--learning_rate=0.01",
-                          "--src_len=30"], cwd=work, env=ONE_THREAD)
+    refused = run_script_in_process(["--resume=True", "--filename=cut", "--saved_dir=saved",
+                                     "--learning_rate=0.01", "--src_len=30"], cwd=work)
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert "--learning_rate=0.01 differs from 0.003 in the run being resumed" in refused.stderr
     assert "--src_len=30 differs from 24" in refused.stderr and "Traceback" not in refused.stderr
     assert _files(cut_dir) == before  # every file of the run byte-identical, none added
 
-    resumed = run_script(["--resume=True", "--filename=cut", "--saved_dir=saved"], cwd=work, env=ONE_THREAD)
+    resumed = run_script_in_process(["--resume=True", "--filename=cut", "--saved_dir=saved"], cwd=work)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming saved/cut: its saved/cut/config.yaml is the base layer" in (cut_dir / "project.log").read_text()
     assert train_losses(cut_dir) == train_losses(whole_dir) and sorted(train_losses(whole_dir)) == list(range(1, 19))
@@ -62,7 +60,7 @@ def test_a_bare_resume_continues_from_the_runs_own_config(runs):
 def test_a_rerun_from_config_yaml_of_a_named_run_gives_the_same_results(runs):
     work, _ = runs
     whole_dir = work / "saved" / "whole"
-    rerun = run_script([f"--config_files={whole_dir / 'config.yaml'}"], cwd=work, env=ONE_THREAD)
+    rerun = run_script_in_process([f"--config_files={whole_dir / 'config.yaml'}"], cwd=work)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     new = [path for path in (work / "saved").iterdir() if path.name.startswith("transformer-copy-")]
     assert len(new) == 1  # a new run, named after the model and the data directory
@@ -78,9 +76,9 @@ def test_generating_from_a_run_checkpoint_uses_the_runs_lengths(runs):
     work, _ = runs
     whole_dir = work / "saved" / "whole"
     (work / "new.src").write_text("red cat big\n")
-    done = run_script([f"--model_path={whole_dir / 'checkpoint_best'}", "--do_train=False",
-                       f"--data_path={work / 'copy'}", f"--input_file={work / 'new.src'}", "--filename=generate"],
-                      cwd=work, env=ONE_THREAD)
+    done = run_script_in_process([f"--model_path={whole_dir / 'checkpoint_best'}", "--do_train=False",
+                                  f"--data_path={work / 'copy'}", f"--input_file={work / 'new.src'}",
+                                  "--filename=generate"], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = work / "saved" / "generate"
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())

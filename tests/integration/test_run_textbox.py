@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_script, run_two_processes
+from tests.helpers import run_script, run_script_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -64,9 +64,10 @@ def test_checkpoint_best_loads_with_auto_classes(trained_run: Path):
 
 def test_testing_a_checkpoint_only(trained_run: Path):
     work = trained_run.parent.parent
-    done = run_script([f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}",
-                       "--dataset=copy", "--do_train=False", "--filename=test_only", "--tracker=none",
-                       "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", "--show_examples=0"], cwd=work)
+    done = run_script_in_process([f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}",
+                                  "--dataset=copy", "--do_train=False", "--filename=test_only", "--tracker=none",
+                                  "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", "--show_examples=0"],
+                                 cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "saved" / "test_only" / "generation.txt").read_text() == \
         (trained_run / "generation.txt").read_text()
@@ -74,22 +75,12 @@ def test_testing_a_checkpoint_only(trained_run: Path):
     assert "split  figure" in log and "test examples" not in log  # --show_examples=0 shows none
 
 
-def test_two_cpu_processes_give_the_same_outputs_in_order(trained_run: Path):
-    """2 processes really distributed; test outputs one line per example, in order, as with 1 process (the
-    training run tested checkpoint_best on 1 process: test_testing_a_checkpoint_only shows it)."""
-    work = trained_run.parent.parent
-    args = [f"--model_path={trained_run / 'checkpoint_best'}", f"--data_path={work / 'copy'}", "--dataset=copy",
-            "--do_train=False", "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=4"]
-    done = run_two_processes([*args, "--filename=two_procs"], work)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "2 process(es)" in (work / "saved" / "two_procs" / "project.log").read_text()
-    two = (work / "saved" / "two_procs" / "generation.txt").read_text()
-    assert two == (trained_run / "generation.txt").read_text()
-    assert len(two.splitlines()) == 13
+# 2 processes testing checkpoint_best give the outputs of 1 process, in order: test_ctranslate2_e2e.py's
+# test_ctranslate2_end_to_end (one launch on this run for both files).
 
 
 def test_bad_config_exits_2_without_writing(tmp_path: Path):
-    done = run_script(["--lerning_rate=1", "--dataset=nope"], cwd=tmp_path)
+    done = run_script_in_process(["--lerning_rate=1", "--dataset=nope"], cwd=tmp_path)
     assert done.returncode == 2
     assert "did you mean 'learning_rate'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "saved").exists()
@@ -101,10 +92,11 @@ def test_inference_on_a_file_and_on_stdin_keeps_order(trained_run: Path):
     args = [f"--model_path={trained_run / 'checkpoint_best'}", "--do_train=False", "--do_valid=False",
             "--tracker=none", "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", f"--data_path={work / 'copy'}"]
     expected = (trained_run / "generation.txt").read_text()
-    done = run_script([*args, f"--input_file={work / 'copy' / 'test.src'}", f"--output_file={work / 'out.txt'}",
-                       "--filename=infer"], cwd=work)
+    done = run_script_in_process([*args, f"--input_file={work / 'copy' / 'test.src'}",
+                                  f"--output_file={work / 'out.txt'}", "--filename=infer"], cwd=work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (work / "out.txt").read_text() == expected
+    # on stdin and stdout: a process's pipes
     piped = run_script([*args, "--input_file=-", "--output_file=-", "--filename=infer_stdin"], cwd=work,
                        input=(work / "copy" / "test.src").read_text())
     assert piped.returncode == 0, piped.stderr[-3000:]

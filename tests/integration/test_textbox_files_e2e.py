@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.conftest import PROJECT_ROOT
-from tests.helpers import run_script
+from tests.helpers import run_script_in_process
 
 TEXTBOX2 = PROJECT_ROOT / "tests" / "fixtures" / "textbox2"
 _DIALOGUES = [("Amy: are you coming tonight? Bob: yes, at eight.", "Bob is coming tonight at eight."),
@@ -31,11 +31,11 @@ def test_textbox_overall_samsum_and_model_yamls_train_and_test_a_tiny_model(tmp_
                                     cache_dir=tmp_path / "cache", log=print)
     tokenizer.save_pretrained(tmp_path / "tokenizer")  # offline stand-in for TextBox's facebook/bart-base
 
-    result = run_script(["--config_files", str(TEXTBOX2 / "overall.yaml"), str(TEXTBOX2 / "samsum.yaml"),
-                         str(TEXTBOX2 / "transformer.yaml"), "--model=transformer", "--dataset=samsum",
-                         "--data_path=dataset/samsum", f"--tokenizer_path={tmp_path / 'tokenizer'}",
-                         f"--vocab_size={len(tokenizer)}", "--use_gpu=False", "--wandb=disabled", "--epochs=1",
-                         "--filename=run"], cwd=tmp_path)
+    result = run_script_in_process(["--config_files", str(TEXTBOX2 / "overall.yaml"), str(TEXTBOX2 / "samsum.yaml"),
+                                    str(TEXTBOX2 / "transformer.yaml"), "--model=transformer", "--dataset=samsum",
+                                    "--data_path=dataset/samsum", f"--tokenizer_path={tmp_path / 'tokenizer'}",
+                                    f"--vocab_size={len(tokenizer)}", "--use_gpu=False", "--wandb=disabled",
+                                    "--epochs=1", "--filename=run"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = tmp_path / "saved" / "run"
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, run_two_processes
+from tests.helpers import (TINY_MODEL_ARGS, make_copy_dataset, run_in_process, run_script, run_script_in_process,
+                           run_two_processes)
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +20,13 @@ def test_resuming_from_damaged_weights_names_the_file_and_changes_nothing(tmp_pa
     data = make_copy_dataset(tmp_path / "copy", {"train": 32, "valid": 8, "test": 8})
     args = [*TINY_MODEL_ARGS, "--dataset=copy", f"--data_path={data}", "--epochs=1", "--filename=run",
             f"--saved_dir={tmp_path / 'saved'}"]
-    assert run_in_process(args, cwd=tmp_path) == 0  # the --resume below is a new process, as a user's is
+    assert run_in_process(args, cwd=tmp_path) == 0  # the --resume below is a new run, as a user's is
     run_dir = tmp_path / "saved" / "run"
     weights = run_dir / "checkpoint_last" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])  # a copy cut short
     before = _files(run_dir)
 
-    resumed = run_script([*args, "--resume=True"], cwd=tmp_path)
+    resumed = run_script_in_process([*args, "--resume=True"], cwd=tmp_path)
 
     assert resumed.returncode == 2, resumed.stderr[-3000:]
     assert "Traceback" not in resumed.stderr
