@@ -44,26 +44,19 @@ def test_without_user_dir_the_name_is_an_unknown_model_with_did_you_mean(registr
 def vaswani_run(registry, tmp_path_factory):
     """One training run of --model=vaswani (its decodes with CTranslate2), then a test-only run of its
     checkpoint_best decoded with transformers."""
-    import torch
-
     from tests.helpers import run_in_process
 
     root = tmp_path_factory.mktemp("user_model")
     data = make_copy_dataset(root / "copy", {"train": 16, "valid": 8, "test": 8})
     common = [*TINY, f"--user_dir={EXAMPLE}", f"--data_path={data}", f"--saved_dir={root / 'saved'}",
               "--metrics=['bleu']"]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        trained = run_in_process([*common, "--filename=train", "--epochs=2", "--valid_strategy=epoch",
-                                  "--decoding_backend=ctranslate2"], root)
-        tested = run_in_process(["--model=vaswani", f"--user_dir={EXAMPLE}", f"--data_path={data}",  # its own
-                                 f"--saved_dir={root / 'saved'}", "--metrics=['bleu']", "--src_len=24",  # sizes and
-                                 "--tgt_len=16", "--eval_batch_size=16", "--tracker=none", "--filename=test",  # BPE
-                                 "--do_train=False", "--decoding_backend=transformers",
-                                 f"--model_path={root / 'saved' / 'train' / 'checkpoint_best'}"], root)
-    finally:
-        torch.set_num_threads(threads)
+    trained = run_in_process([*common, "--filename=train", "--epochs=2", "--valid_strategy=epoch",
+                              "--decoding_backend=ctranslate2"], root)
+    tested = run_in_process([  # the checkpoint's own sizes and BPE: no --config_kwargs, --tokenizer_kwargs
+        "--model=vaswani", f"--user_dir={EXAMPLE}", f"--data_path={data}", f"--saved_dir={root / 'saved'}",
+        "--metrics=['bleu']", "--src_len=24", "--tgt_len=16", "--eval_batch_size=16", "--tracker=none",
+        "--filename=test", "--do_train=False", "--decoding_backend=transformers",
+        f"--model_path={root / 'saved' / 'train' / 'checkpoint_best'}"], root)
     return trained, tested, root / "saved"
 
 
