@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from textbox.config.families import KINDS, register_family
+from textbox.config.families import register_family
 from textbox.config.family_keys import TABLE_KEYS
 
 if TYPE_CHECKING:
@@ -38,8 +38,6 @@ def register_model(name: str, builder: Builder, *, kind: str, honours: Iterable[
                          f"letter), got {name!r}")
     if not callable(builder):
         raise ValueError(f"register_model({name!r}): the builder is not callable: {builder!r}")
-    if kind not in KINDS:
-        raise ValueError(f"register_model({name!r}): unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
     keys = None if honours is None else frozenset(honours)
     unknown = sorted(set(keys or ()) - set(TABLE_KEYS))
     if unknown:

@@ -42,12 +42,14 @@ def test_a_bad_registration_is_one_sentence(registry, name, kwargs, message):
 
 
 def test_a_registered_family_is_its_kind_and_its_builder_is_the_one_built(registry):
+    import textbox
     from textbox.config.families import family, is_decoder_only
     from textbox.model.build import get_builder
+    from textbox.model.built_model import BuiltModel
 
-    registry.register_model("my-lm", build, kind="causal_lm")
+    textbox.register_model("my-lm", build, kind="causal_lm")
     assert is_decoder_only("MY-LM") and family("my-lm").needs_model_path and family("my-lm").registered
-    assert get_builder("My-LM") is build
+    assert get_builder("My-LM") is build and textbox.BuiltModel is BuiltModel
 
 
 def test_keys_outside_what_it_declares_are_refused_before_the_run(registry):
