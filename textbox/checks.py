@@ -33,20 +33,24 @@ def load_checked_config(argv: Iterable[str] = (), overrides: Mapping[str, object
     """The Config of a command line (and ``overrides``, an extra command-line layer), every problem checked:
     raise one ConfigError listing them all (the config package's and every registry's)."""
     resolution = resolve_config(argv, overrides, config_dir)
-    import_user_code(resolution.config)
+    if import_user_code(resolution.config):  # a model it registers has its kind's yaml and per_model sections
+        resolution = resolve_config(argv, overrides, config_dir)  # as a built-in's: resolved again, knowing it
     raise_problems([*resolution.problems, *registry_problems(resolution.config)])
     return resolution.config.as_checked()
 
 
-def import_user_code(config: Config) -> None:
+def import_user_code(config: Config) -> bool:
     """--user_dir's module, imported before the registries are asked (what it registers must be known): a
-    TextBoxUserError (exit 2) of one line when it cannot be. Every process imports it, checked Config or not."""
+    TextBoxUserError (exit 2) of one line when it cannot be. Every process imports it, checked Config or not.
+    Whether there was one."""
     path = config.get("user_dir")
-    if isinstance(path, str):  # of another type: the type check reports it
-        try:
-            import_user_dir(path, config.where("user_dir"))
-        except ValueError as error:
-            raise TextBoxUserError(str(error)) from None
+    if not isinstance(path, str):  # of another type: the type check reports it
+        return False
+    try:
+        import_user_dir(path, config.where("user_dir"))
+    except ValueError as error:
+        raise TextBoxUserError(str(error)) from None
+    return True
 
 
 def check_config(config: Config) -> None:

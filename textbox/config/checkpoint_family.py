@@ -64,11 +64,14 @@ def family_of_model_config(config: Mapping[str, ConfigValue]) -> str | None:
 
 def accepts(model: str, family: str) -> bool:
     """Whether ``--model=<model>`` can load a checkpoint of ``family``: the same name, a generic family of the
-    same kind, or transformer (BART from scratch) with a BART-architecture checkpoint."""
+    same kind, or transformer (BART from scratch) with a BART-architecture checkpoint; a family a --user_dir module
+    registered accepts any (its builder refuses what it cannot load)."""
     model, family = model.lower(), family.lower()
     if model == family:
         return True
     entry = FAMILIES.get(model)
+    if entry is not None and entry.registered:  # a --user_dir family: its own builder says what it loads
+        return True
     if entry is not None and entry.group and entry.checkpoints == family:  # --model=mt5 with a t5-detected mT5
         return True
     if model == "seq2seq":

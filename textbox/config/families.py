@@ -66,6 +66,9 @@ class Family:
     kind: Kind
     mask_token: bool | None = None
     group: str = ""  # the family its checkpoints are detected as (mt5 -> t5); "" = its own name
+    registered: bool = False  # added by a --user_dir module (textbox.register_model), not by the table below
+    # the keys of textbox.config.family_keys.TABLE_KEYS its builder honours, the others refused; None: its kind's
+    honours: frozenset[str] | None = None
 
     @property
     def checkpoints(self) -> str:
@@ -124,6 +127,19 @@ def _families() -> dict[str, Family]:
 
 
 FAMILIES: dict[str, Family] = _families()
+BUILT_IN: frozenset[str] = frozenset(FAMILIES)
+
+
+def register_family(name: str, kind: str, honours: frozenset[str] | None) -> Family:
+    """Add ``--model=name`` of ``kind`` (a key of KINDS) whose builder honours ``honours`` (None: what its kind's do), for a --user_dir module
+    (textbox.model.user_models.register_model checks the arguments). Registering a name again replaces it (a
+    module imported anew); a built-in or refused name is a ValueError of one sentence."""
+    if name in BUILT_IN or name in REFUSED_MODELS:
+        raise ValueError(f"register_model: {name!r} is a built-in model name (--model={name}); choose another name")
+    if kind not in KINDS:
+        raise ValueError(f"register_model({name!r}): unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+    FAMILIES[name] = Family(name, KINDS[kind], registered=True, honours=honours)  # its mask token: checked on its loaded tokenizer
+    return FAMILIES[name]
 
 # TextBox 2.0's model names with no counterpart here, and what to use instead.
 REFUSED_MODELS: dict[str, str] = {

@@ -25,7 +25,7 @@ from typing import Callable, ItemsView, Mapping, Protocol
 import yaml
 
 from textbox.config.errors import ConfigError
-from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, KINDS, RNN, SEQ2SEQ, TRANSFORMER, yaml_names
+from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, yaml_names
 from textbox.config.layers import CONFIG_DIR
 from textbox.config.schema import DEFAULTS, PROMPT_METHODS, ConfigValue
 from textbox.utils import yaml_numbers
@@ -164,6 +164,18 @@ NOTES = {
 }
 
 
+def supports(family: str, model: str, current: str) -> dict[str, Support]:
+    """What ``--model=<model>`` of kind ``family`` honours in situation ``current``: its kind's row, or for a
+    family a --user_dir module registered (textbox.register_model), the keys it declared (the others refused)."""
+    row = SUPPORT[family][current]
+    entry = FAMILIES.get(model)
+    if entry is None or entry.honours is None:
+        return row
+    refusal = Refusal(f"is not honoured by --model={model}'s builder (registered by --user_dir, which declares the "
+                      f"keys it honours: docs/extending.md): drop it")
+    return {key: HONOURED if key in entry.honours else refusal for key in row}
+
+
 def situation(family: str, values: Mapping[str, ConfigValue]) -> str | None:
     """Which situation of ``family``'s builder this config puts it in; None when that depends on a checkpoint
     that cannot be read here (a hub id): the builder then checks with ``refuse_unhonoured``."""
@@ -244,7 +256,7 @@ def problems(family: str, values: Mapping[str, ConfigValue], sources: Mapping[st
     if current is None:
         return found
     model, path = values["model"].lower(), values["model_path"]
-    for key, support in SUPPORT[family][current].items():
+    for key, support in supports(family, model, current).items():
         if isinstance(support, Refusal) and _asked(key, values, sources) and \
                 not (support.unless and support.unless(values)):
             name = key.split(":")[0]

@@ -154,7 +154,8 @@ class Run:
     user_dir: str | None = key(
         None,
         "A Python module (.py file) or package directory of your own, imported before the config is checked, so "
-        "that what it registers (textbox.register_metric, textbox.register_loss) can be named in --metrics or --loss "
+        "that what it registers (textbox.register_metric, textbox.register_loss, textbox.register_model) can be named "
+        "in --metrics, --loss or --model "
         "(fairseq's --user-dir; docs/extending.md). Recorded in config.yaml: a resumed run and every process of a launch import it too.")
     per_model: dict[str, dict[str, ConfigValue]] = key(
         {},

@@ -12,7 +12,9 @@ Nothing here decides numerics: the builders do.
 The builders (``BUILDERS``): the family's kind (textbox.config.families' table says which names exist and what each
 one is) picks its builder, imported on first use so that config validation imports nothing heavy. A builder is
 ``build(config, train_split) -> BuiltModel`` (textbox.model.built_model); ``train_split`` is the raw training split
-(its texts train the tokenizer of models that train their own) or None when only testing.
+(its texts train the tokenizer of models that train their own) or None when only testing. A family a --user_dir
+module registered (textbox.register_model) has its own builder (textbox.model.user_models), and goes through the
+rest as the built-in ones do.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from textbox.model.loading import set_generation_length
 from textbox.model.quantization import is_quantized, of_config
 from textbox.model.run_generation import restore_run_generation
 from textbox.model.built_model import BuiltModel, TrainingTexts
+from textbox.model.user_models import registered_builder
 from textbox.tokens.languages import apply_languages
 from textbox.utils.logging import get_logger
 from textbox.utils.suggest import suggest
@@ -98,6 +101,9 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
 
 def get_builder(name: str) -> Callable[..., Any]:
     """The build function of ``--model=<name>`` (any case); KeyError naming the known models otherwise."""
+    registered = registered_builder(name)  # a --user_dir module's (textbox.register_model)
+    if registered is not None:
+        return registered
     try:
         kind = family(name).kind.name
     except KeyError:

@@ -39,7 +39,8 @@ def _model_problems(config: Config) -> list[str]:
         return [f"{where('model')}: TextBox 2.0's model {config['model']!r} is not provided: {REFUSED_MODELS[name]}"]
     if name not in FAMILIES:
         return [f"{where('model')}: unknown model {config['model']!r}{suggest(name, FAMILIES)}; "
-                f"available: {', '.join(sorted(FAMILIES))}"]
+                f"available: {', '.join(sorted(FAMILIES))} (a --user_dir module may register more: "
+                f"docs/extending.md)"]
     found = []
     path = config["model_path"]
     if FAMILIES[name].needs_model_path and not path:
