@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.causal_helpers import save_tiny_causal_lm
+from tests.causal_helpers import causal_tokenizer, tiny_model
 from tests.helpers import make_copy_dataset, run_in_process
 from textbox.data import shots
 from textbox.data.split import Split
@@ -26,7 +26,7 @@ def shot_runs(tmp_path_factory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("shots")
     data = _two_word_data(work / "copy")
     texts = [*(data / "train.src").read_text().split("\n"), *(data / "train.tgt").read_text().split("\n")]
-    model = save_tiny_causal_lm(work / "tiny-gpt2", texts, "gpt2", work / "tokenizer-cache")
+    model = _prompt_sensitive_gpt2(work / "tiny-gpt2", texts, work / "tokenizer-cache")
     runs = {}
     for name, extra in (("auto", ["--seed=1"]), ("transformers", ["--seed=2", "--decoding_backend=transformers"])):
         args = ["--model=gpt2", f"--model_path={model}", f"--data_path={data}", "--dataset=copy", "--do_train=False",
@@ -35,6 +35,24 @@ def shot_runs(tmp_path_factory) -> dict[str, Path]:
         runs[name] = work / "saved" / name
     runs["model"] = model
     return runs
+
+
+SCALE = 8.0
+
+
+def _prompt_sensitive_gpt2(path: Path, texts: list[str], cache: Path) -> Path:
+    """A tiny random GPT-2 with weights scaled up: at the default scale its greedy output is one token repeated
+    whatever the prompt, which would not tell prompts apart."""
+    import torch
+
+    tokenizer = causal_tokenizer(texts, cache, "gpt2")
+    model = tiny_model("gpt2", tokenizer)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(SCALE)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
 
 
 def _two_word_data(root: Path) -> Path:
