@@ -140,6 +140,8 @@ def with_demonstrations(config: Config, tokenizer: PreTrainedTokenizerBase, trai
     """``test`` with each example's demonstrations before its source (chat turns when ``templated``), as many of
     them as fit src_len (see the module docstring)."""
     layout = Layout(config.system_prompt, config.prefix_prompt or "", config.suffix_prompt or "")
+    if config.num_shots > len(train):
+        log(f"few-shot: --num_shots={config.num_shots}, but the train split has {len(train)} examples: all of them")
     sources, contexts, kept, dropped = [], [], [], []
     for index, indices in enumerate(choose(config, train, test)):
         while True:
