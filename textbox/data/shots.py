@@ -104,15 +104,21 @@ def choose(config: Config, train: Split, test: Split) -> list[list[int]]:
     if config.shot_selection == "random":
         drawn = random.Random(config.seed).sample(range(len(train)), count)
         return [list(drawn) for _ in test.sources]
-    similarity = cosine_similarities(test.sources, train.sources)
-    order = similarity.argsort(dim=1, descending=True)[:, :count]  # most similar first
-    return [[int(index) for index in reversed(row.tolist())] for row in order]  # ... and last in the prompt
+    return [list(reversed(row)) for row in most_similar(test.sources, train.sources, count)]  # most similar last
 
 
-def cosine_similarities(queries: Sequence[str], keys: Sequence[str]):  # -> torch.Tensor [queries, keys]
-    """Cosine similarity of every query to every key, as sentence-transformers' all-MiniLM-L6-v2 embeds them."""
-    query_vectors, key_vectors = embed([*queries, *keys]).split([len(queries), len(keys)])
-    return query_vectors @ key_vectors.T
+def most_similar(queries: Sequence[str], keys: Sequence[str], count: int) -> list[list[int]]:
+    """Per query, the indices of the ``count`` keys of highest cosine similarity, most similar first (MiniLM
+    embeddings; compared a block of queries at a time, so that memory grows with the keys, not queries x keys)."""
+    import torch
+
+    vectors = embed([*queries, *keys])
+    query_vectors, key_vectors = vectors[:len(queries)], vectors[len(queries):]
+    found: list[list[int]] = []
+    for start in range(0, len(queries), EMBEDDING_BATCH):
+        similarity = query_vectors[start:start + EMBEDDING_BATCH] @ key_vectors.T
+        found += torch.topk(similarity, count, dim=1).indices.tolist()
+    return found
 
 
 def embed(texts: Sequence[str]):  # -> torch.Tensor [texts, 384], unit length
