@@ -17,7 +17,7 @@ from textbox.config.loader import resolve_config
 from textbox.config.schema import SCHEMA
 from textbox.config.validate import typed_then_semantics
 from textbox.data import builtin as builtin_datasets
-from textbox.data import readers
+from textbox.data import readers, shots
 from textbox.decoding import engine as decoding
 from textbox.evaluator import generation_check as generation
 from textbox.evaluator.metrics import registry as metrics
@@ -75,6 +75,7 @@ def registry_problems(config: Config) -> list[str]:
     """What each registry finds in ``config``: model, dataset (and the data keys its format reads), metrics,
     decoding engine, generation settings, schedule, training loss, and whether --push_to_hub can push."""
     return [*models.problems(config), *builtin_datasets.problems(config), *readers.key_problems(config),
+            *shots.problems(config),
             *metrics.problems(config), *decoding.problems(config), *generation.problems(config),
             *schedules.problems(config), *losses.problems(config),
             *push_problems(config["push_to_hub"], config["hub_model_id"], config["hub_private"], config["do_train"])]

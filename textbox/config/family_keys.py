@@ -40,13 +40,15 @@ ENCODERS = "encoder checkpoints"  # bert2bert / encoder_decoder warm-started fro
 # Chat templates (textbox.data.chat): how a decoder-only model reads an example; an encoder-decoder reads the source
 # as its input, with no turns to render.
 CHAT_KEYS = ("use_chat_template", "chat_template", "system_prompt")
+# In-context demonstrations (textbox.data.shots): written before a decoder-only model's prompt.
+SHOT_KEYS = ("num_shots", "shot_selection")
 # The keys the table covers, in the order of docs/model_keys.md. efficient_methods is split by method kind:
 # families differ on peft's layer methods, its prompt methods and BitFit.
 LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: prompt methods", \
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
               "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization", "attn_implementation",
-              *CHAT_KEYS)
+              *CHAT_KEYS, *SHOT_KEYS)
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
 BPE_SETTINGS = ("vocab_size", "min_frequency")
@@ -112,11 +114,14 @@ _NO_DENOISING = Refusal("trains an encoder-decoder to rebuild its input; --model
 
 _NO_CHAT = Refusal("renders examples as chat turns for a decoder-only model; --model={model} reads the source as "
                    "its encoder's input: drop it (or choose a decoder-only model)")
+_NO_SHOTS = Refusal("puts demonstrations before a decoder-only model's prompt (in-context learning); --model={model} "
+                    "is an encoder-decoder: drop it (or choose a decoder-only model)")
 _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
     "pretrain_task": HONOURED, "label_smoothing": HONOURED, "gradient_checkpointing": HONOURED,
     "quantization": HONOURED, "attn_implementation": HONOURED, **{key: _NO_CHAT for key in CHAT_KEYS},
+    **{key: _NO_SHOTS for key in SHOT_KEYS},
 }
 _RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "quantization": _RNN_QUANTIZATION,
         "attn_implementation": _RNN_ATTENTION}
@@ -132,7 +137,7 @@ SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     },
     SEQ2SEQ: {CHECKPOINT: _FROM_NOTHING},
     CAUSAL_LM: {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING,
-                             **{key: HONOURED for key in CHAT_KEYS}}},
+                             **{key: HONOURED for key in (*CHAT_KEYS, *SHOT_KEYS)}}},
     ENCODER_DECODER: {
         ENCODERS: {**_FROM_NOTHING, "decoder_model_path": HONOURED, LORA_IA3: _NEW_CROSS_ATTENTION,
                    PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION, "quantization": _PAIR_QUANTIZATION},

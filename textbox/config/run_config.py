@@ -43,7 +43,8 @@ RESUME_MAY_CHANGE = ("epochs", "max_steps", "logging_steps", "tracker", "tracker
                      "eval_max_tokens", "num_workers", "cpu_memory_reuse", "gpu_id", "find_unused_parameters",
                      "max_save",
                      "decode_compile", "decoding_backend", "decoding_precision", "input_file", "output_file",
-                     "show_examples", "cache_dir", "user_dir", "push_to_hub", "hub_model_id", "hub_private")
+                     "show_examples", "cache_dir", "user_dir", "push_to_hub", "hub_model_id", "hub_private",
+                     "num_shots", "shot_selection")  # the last two: the test pass's demonstrations
 # Options of the metrics (lower_evaluation, bleu_tokenize, rouge_sentence_split, ...) say how a figure is scored:
 # a resumed run may change them only while no generated figure chooses the best model. Otherwise the best score the
 # run saved would keep its old definition and be compared with scores of the new one.

@@ -262,6 +262,17 @@ class Data:
     system_prompt: str | None = key(
         None,
         "Decoder-only models with a chat template: a system turn put before every conversation that has none.")
+    num_shots: int = key(
+        0,
+        "Decoder-only models: demonstrations (train examples) put before each test source, in-context "
+        "(docs/evaluation.md, \"Zero- and few-shot evaluation\"); 0 = zero-shot. Needs a train split; "
+        "demonstrations.jsonl in the run directory records those used.")
+    shot_selection: str = key(
+        "random",
+        "How the num_shots demonstrations are chosen: random = the same num_shots train examples (drawn with "
+        "--seed) before every test source; nearest = per test source, the train examples whose sources are most "
+        "similar to it (MiniLM sentence embeddings, cosine), the most similar last.",
+        ("random", "nearest"))
     cache_dir: str = key(
         ".cache/textbox",
         "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")

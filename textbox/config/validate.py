@@ -20,7 +20,7 @@ from textbox.utils.suggest import where as where_set
 
 _POSITIVE = ("epochs", "train_batch_size", "eval_batch_size", "accumulation_steps", "valid_steps",
              "src_len", "tgt_len", "logging_steps")
-_NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples")
+_NON_NEGATIVE = ("warmup_steps", "num_workers", "show_examples", "num_shots")
 _MAX_SEED = 2**32 - 1
 
 

@@ -29,7 +29,8 @@ from textbox.config.launcher import agreed_launch
 from textbox.data.collate import make_collator
 from textbox.data.readers import read_source_only_splits, read_splits
 from textbox.data.split import Split
-from textbox.data.tokenize import tokenize_splits
+from textbox.data import shots
+from textbox.data.tokenize import tokenize_splits, uses_chat_template
 from textbox.evaluator.eval_report import EvalSet
 from textbox.evaluator.evaluator import Evaluator
 from textbox.decoding.generate import generation_settings, write_generations
@@ -55,7 +56,7 @@ from textbox.trainer.disks import copy_to_other_disks, disk_layout, writes_check
 from textbox.trainer.loaders import steps_per_epoch
 from textbox.trainer.loop import Trainer
 from textbox.trainer.signals import raise_on_signals
-from textbox.utils.atomic import remove_stale_staging, restore_interrupted
+from textbox.utils.atomic import remove_stale_staging, restore_interrupted, write_text_atomic
 from textbox.utils.hub import push_folder
 from textbox.utils.logging import attach_log_file, release_log_file, start_logging
 
@@ -122,7 +123,7 @@ def _run(config: Config, accelerator: Accelerator, on_validation: OnValidation |
     if accelerator.is_main_process:
         attach_log_file(run.run_dir)
     try:
-        _open_run_directory(run)
+        _open_run_directory(run, built.demonstrations)
         results, examples = _fit_and_evaluate(run, built, evaluator, on_validation, inputs)
         finish_trackers(run, results)  # test/* and best/*; TensorBoard's HPARAMS table
         write_results(run, results, started, examples)
@@ -187,6 +188,7 @@ class Built(NamedTuple):
     config: Config  # the run's config with its lengths fitted to the model (textbox.model.lengths)
     efficient: EfficientRecord | None = None  # the model's efficient method: what its checkpoints hold
     fitted_lengths: dict[str, object] = {}  # results.json's record of what was fitted and why ({}: nothing)
+    demonstrations: str = ""  # --num_shots: demonstrations.jsonl's text (textbox.data.shots)
 
 
 def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> Built:
@@ -194,8 +196,9 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
     once); a failure on any process is raised on all of them, shown once."""
     set_seed(config.seed)
     testing = config.do_test and not config.input_file  # --input_file takes the test split's place
-    wanted = [name for name, needed in (("train", config.do_train), ("valid", config.do_train and config.do_valid),
-                                        ("test", testing)) if needed]
+    shot_testing = testing and config.num_shots > 0  # the demonstrations come from the train split
+    wanted = [name for name, needed in (("train", config.do_train or shot_testing),
+                                        ("valid", config.do_train and config.do_valid), ("test", testing)) if needed]
 
     def build_once() -> Built:
         if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
@@ -204,22 +207,34 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
             splits = read_splits(config, wanted, log=logger.info)
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
-        record = build_model(config, splits.get("train"), logger)  # a BuiltModel, efficient method applied
+        record = build_model(config, splits.get("train") if config.do_train else None, logger)  # a BuiltModel
         fitted = record.fitting.config if record.fitting is not None else config
         # the run's generation settings in its checkpoints' generation_config.json (textbox.model.run_generation)
         record_run_generation(inner_model(record.model), generation_settings(fitted.generation_kwargs,
                                                                              fitted.tgt_len), logger.warning)
-        tokenized = tokenize_splits(fitted, splits, record.tokenizer, logger.info)
+        demonstrations, read = "", splits
+        if shot_testing:  # the test sources tokenised with their demonstrations; scored against the same references
+            prompted = shots.with_demonstrations(fitted, record.tokenizer, splits["train"], splits["test"],
+                                                 uses_chat_template(fitted, record.tokenizer), logger.info)
+            demonstrations = shots.records(splits["train"], splits["test"], prompted)
+            splits = {name: split for name, split in splits.items() if name != "train" or config.do_train}
+            read = {**splits, "test": prompted.split}
+        tokenized = tokenize_splits(fitted, read, record.tokenizer, logger.info)
         return Built(splits, record.model, record.tokenizer, tokenized, fitted, record.efficient,
-                     record.fitting.record() if record.fitting is not None else {})
+                     record.fitting.record() if record.fitting is not None else {}, demonstrations)
 
     return main_process_first(accelerator, build_once)
 
 
-def _open_run_directory(run: RunContext) -> None:
-    """config.yaml (not rewritten when a resumed run's config is unchanged) and the tracker's files."""
+def _open_run_directory(run: RunContext, demonstrations: str = "") -> None:
+    """config.yaml (not rewritten when a resumed run's config is unchanged), demonstrations.jsonl (--num_shots) and
+    the tracker's files."""
     if run.is_main_process:
         write_run_config(run.config, run.run_dir)
+        if demonstrations:
+            write_text_atomic(run.run_dir / shots.RECORD, demonstrations)
+            run.logger.info(f"{run.config.num_shots}-shot ({run.config.shot_selection}): the demonstrations of "
+                            f"every test example in {run.run_dir / shots.RECORD}")
     copy_to_other_disks(run.accelerator, run.run_dir / "config.yaml")  # --resume reads it on every machine
     run.logger.info(f"run directory {run.run_dir}")
     start_trackers(run)
