@@ -19,22 +19,30 @@ packing depends on them alone, so a resumed run packs the batches an uninterrupt
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import torch
 
 from textbox.utils.labels import IGNORE_INDEX, PACKED_EXAMPLES
 
 if TYPE_CHECKING:
-    from textbox.data.collate import CausalLMCollator
     from textbox.data.examples import Example
+
+
+class JoinsExamples(Protocol):
+    """What packing needs of textbox.data.collate's CausalLMCollator (which imports this module): one example as
+    a sequence, and the padding id."""
+
+    pad_token_id: int
+
+    def joined(self, example: Example) -> tuple[list[int], list[int]]: ...
 
 
 class PackedCausalLMCollator:
     """Packs the examples of one training batch into rows (see the module docstring); ``joined`` is the run's
     CausalLMCollator, which says how one example reads as a sequence."""
 
-    def __init__(self, joined: CausalLMCollator):
+    def __init__(self, joined: JoinsExamples):
         self.joined = joined
 
     def __call__(self, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
