@@ -5,7 +5,8 @@ lays the same examples end to end in rows as wide as that longest example (first
 holds the same tokens in fewer rows and the model computes little padding. Each row carries ``position_ids`` that
 restart at 0 for every example and no attention mask: transformers then builds a mask in which a token attends
 only to earlier tokens of its own example (transformers.masking_utils: ``find_packed_sequence_indices`` in
-``create_causal_mask``; flash attention reads the same position ids as variable-length sequences). Every token
+``create_causal_mask``, which the eager and sdpa attention of --attn_implementation both follow; transformers'
+flash attention would read packed position ids in a batch of one row only). Every token
 therefore sees what it sees alone, at the position it has alone, and the loss (summed over the same target tokens,
 divided by their same number) equals the padded batch's up to float rounding. Only models whose attention follows
 this are accepted (textbox.model.causal_lm's ``PACKABLE_MODEL_TYPES``).

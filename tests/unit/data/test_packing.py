@@ -118,3 +118,14 @@ def test_packing_is_refused_for_a_model_type_whose_attention_would_cross(tmp_pat
     config = user_config(model="causal_lm", model_path=str(tmp_path), packing=True)
     with pytest.raises(TextBoxUserError, match="'opt' model, whose attention would cross"):
         causal_lm.build(config, None)
+
+
+def test_packing_is_refused_for_attention_that_ignores_the_packed_mask():
+    from textbox.config import TextBoxUserError
+    from textbox.model.attention import check_packing
+
+    model = tiny("llama", "sdpa")
+    check_packing(model)  # followed: no error
+    model.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(TextBoxUserError, match="--packing: the model runs 'flash_attention_2' attention"):
+        check_packing(model)
