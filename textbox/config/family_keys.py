@@ -48,7 +48,7 @@ LORA_IA3, PROMPTS, BITFIT = "efficient_methods: lora/ia3", "efficient_methods: p
     "efficient_methods: bitfit"
 TABLE_KEYS = ("from_scratch", "config_kwargs", "tokenizer_kwargs", "decoder_model_path", LORA_IA3, PROMPTS, BITFIT,
               "pretrain_task", "label_smoothing", "gradient_checkpointing", "quantization", "attn_implementation",
-              *CHAT_KEYS, *SHOT_KEYS)
+              *CHAT_KEYS, *SHOT_KEYS, "packing")
 
 # Settings of the BPE tokenizer that transformer and rnn/gru/lstm train (textbox.model.tokenizer).
 BPE_SETTINGS = ("vocab_size", "min_frequency")
@@ -116,12 +116,15 @@ _NO_CHAT = Refusal("renders examples as chat turns for a decoder-only model; --m
                    "its encoder's input: drop it (or choose a decoder-only model)")
 _NO_SHOTS = Refusal("puts demonstrations before a decoder-only model's prompt (in-context learning); --model={model} "
                     "is an encoder-decoder: drop it (or choose a decoder-only model)")
+_NO_PACKING = Refusal("packs several examples into one row of a decoder-only model (position ids restarting per "
+                      "example); --model={model} is an encoder-decoder, whose batches are padded: drop --packing")
 _FROM_NOTHING: dict[str, Support] = {
     "from_scratch": HONOURED, "config_kwargs": HONOURED, "tokenizer_kwargs": HONOURED,
     "decoder_model_path": _NO_DECODER, LORA_IA3: HONOURED, PROMPTS: HONOURED, BITFIT: HONOURED,
     "pretrain_task": HONOURED, "label_smoothing": HONOURED, "gradient_checkpointing": HONOURED,
     "quantization": HONOURED, "attn_implementation": HONOURED, **{key: _NO_CHAT for key in CHAT_KEYS},
     **{key: _NO_SHOTS for key in SHOT_KEYS},
+    "packing": _NO_PACKING,
 }
 _RNN = {LORA_IA3: _RNN_PEFT, PROMPTS: _RNN_PROMPTS, "quantization": _RNN_QUANTIZATION,
         "attn_implementation": _RNN_ATTENTION}
@@ -137,7 +140,7 @@ SUPPORT: dict[str, dict[str, dict[str, Support]]] = {
     },
     SEQ2SEQ: {CHECKPOINT: _FROM_NOTHING},
     CAUSAL_LM: {CHECKPOINT: {**_FROM_NOTHING, "pretrain_task": _NO_DENOISING,
-                             **{key: HONOURED for key in (*CHAT_KEYS, *SHOT_KEYS)}}},
+                             **{key: HONOURED for key in (*CHAT_KEYS, *SHOT_KEYS)}, "packing": HONOURED}},
     ENCODER_DECODER: {
         ENCODERS: {**_FROM_NOTHING, "decoder_model_path": HONOURED, LORA_IA3: _NEW_CROSS_ATTENTION,
                    PROMPTS: _NEW_CROSS_ATTENTION, BITFIT: _NEW_CROSS_ATTENTION, "quantization": _PAIR_QUANTIZATION},

@@ -509,6 +509,13 @@ class Speed:
         None,
         "Token budget of a training batch (padded source + target tokens), replacing train_batch_size: batches are "
         "cut from length-sorted examples (little padding) and shuffled, reproducibly per seed and epoch.")
+    packing: bool = key(
+        False,
+        "Decoder-only models: lay each training batch's examples end to end in rows as wide as its longest example, "
+        "position ids restarting per example and attention kept within each (textbox/data/packing.py): the same "
+        "loss as padded rows, fewer rows to compute. Validation and decoding read padded batches. Refused for "
+        "encoder-decoders, prompt methods, and model types or attention implementations that would let examples "
+        "attend to each other.")
     gradient_checkpointing: bool = key(
         False,
         "Recompute each layer's activations in the backward pass instead of keeping them (torch.utils.checkpoint, "

@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 
 from textbox.config.argv import quoting_hint
 from textbox.config.launcher import launcher_problems
-from textbox.config.schema import DEFAULTS, SCHEMA, ConfigValue
+from textbox.config.schema import DEFAULTS, PROMPT_METHODS, SCHEMA, ConfigValue
 from textbox.config.textbox2.values import TEXTBOX_REFUSED_VALUES
 from textbox.utils.labels import LOSS_FIGURES
 from textbox.utils.paths import existing_ancestor
@@ -83,6 +83,10 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
     for name in ("max_tokens", "eval_max_tokens"):
         if values[name] is not None and values[name] < 1:
             problems.append(f"{where(name)} must be at least 1 (or None), got {values[name]}")
+    prompts = [method for method in values["efficient_methods"] if method in PROMPT_METHODS]
+    if values["packing"] and prompts:
+        problems.append(f"{where('packing')} lays several examples in one row, but {prompts[0]} puts its virtual "
+                        f"tokens before each row, which all its examples would share: drop --packing or use lora")
     if values["stopping_steps"] is not None and values["stopping_steps"] < 1:
         problems.append(f"{where('stopping_steps')} must be at least 1 (or None)")
     if not values["learning_rate"] > 0:

@@ -14,6 +14,7 @@ import torch
 
 from textbox.config.families import is_decoder_only
 from textbox.data.denoising import DenoisingCollator
+from textbox.data.packing import PackedCausalLMCollator
 from textbox.tokens.chat import templating
 from textbox.utils.labels import IGNORE_INDEX
 from textbox.utils.padding import right_padded
@@ -25,13 +26,15 @@ if TYPE_CHECKING:
     from textbox.data.examples import Example
 
 
-def make_collator(config: Config, tokenizer: PreTrainedTokenizerBase
-                  ) -> DenoisingCollator | CausalLMCollator | Seq2SeqCollator:
-    """The batch builder for this run (see the module docstring)."""
+def make_collator(config: Config, tokenizer: PreTrainedTokenizerBase, training: bool = False
+                  ) -> DenoisingCollator | CausalLMCollator | PackedCausalLMCollator | Seq2SeqCollator:
+    """The batch builder for this run (see the module docstring); ``training``: for the training batches, which
+    --packing packs (textbox.data.packing), while evaluation always reads padded ones."""
     if config.pretrain_task == "denoising":
         return DenoisingCollator(config, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
     if is_decoder_only(config.model):
-        return CausalLMCollator(tokenizer, templated=templating(config, tokenizer))
+        collator = CausalLMCollator(tokenizer, templated=templating(config, tokenizer))
+        return PackedCausalLMCollator(collator) if training and config.packing else collator
     return Seq2SeqCollator(tokenizer.pad_token_id)
 
 
@@ -103,11 +106,23 @@ class CausalLMCollator:
             return tokens
         return tokens if tokens and tokens[-1] == self.eos_token_id else [*tokens, self.eos_token_id]
 
+    def joined(self, example: Example) -> tuple[list[int], list[int]]:
+        """One example's model input (source, separator, target; ignored target tokens read as padding) and its
+        labels at the same positions (-100 on the source and separator, except a chat example's
+        ``prompt_labels``: its earlier assistant turns)."""
+        source = self.prompt(example["input_ids"])
+        target = [int(token) for token in example["labels"]]
+        ids = source + [self.pad_token_id if token == IGNORE_INDEX else token for token in target]
+        prompt_labels = example.get("prompt_labels")
+        labels = ([int(token) for token in prompt_labels] if prompt_labels is not None
+                  else [IGNORE_INDEX] * len(source)) + target
+        return ids, labels
+
     def __call__(self, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
         sources = [self.prompt(example["input_ids"]) for example in examples]
-        targets = [[int(token) for token in example["labels"]] for example in examples]
         count = len(examples)
-        joined_length = max(len(source) + len(target) for source, target in zip(sources, targets))
+        rows = [self.joined(example) for example in examples]
+        joined_length = max(len(ids) for ids, _ in rows)
         prompt_length = max(len(source) for source in sources)
 
         input_ids = torch.full((count, joined_length), self.pad_token_id, dtype=torch.long)
@@ -115,16 +130,10 @@ class CausalLMCollator:
         labels = torch.full((count, joined_length), IGNORE_INDEX, dtype=torch.long)
         prompt_ids = torch.full((count, prompt_length), self.pad_token_id, dtype=torch.long)
         prompt_attention_mask = torch.zeros((count, prompt_length), dtype=torch.long)
-        for row, (source, target) in enumerate(zip(sources, targets)):
-            end = len(source) + len(target)
-            target_tensor = torch.tensor(target, dtype=torch.long)
-            input_ids[row, :len(source)] = torch.tensor(source, dtype=torch.long)
-            input_ids[row, len(source):end] = torch.where(target_tensor == IGNORE_INDEX, self.pad_token_id,
-                                                          target_tensor)
-            attention_mask[row, :end] = 1
-            labels[row, len(source):end] = target_tensor
-            if "prompt_labels" in examples[row]:  # a chat example's earlier assistant turns
-                labels[row, :len(source)] = torch.tensor(examples[row]["prompt_labels"], dtype=torch.long)
+        for row, ((ids, row_labels), source) in enumerate(zip(rows, sources)):
+            input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, :len(ids)] = 1
+            labels[row, :len(ids)] = torch.tensor(row_labels, dtype=torch.long)
             prompt_ids[row, prompt_length - len(source):] = torch.tensor(source, dtype=torch.long)
             prompt_attention_mask[row, prompt_length - len(source):] = 1
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,

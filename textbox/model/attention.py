@@ -45,3 +45,18 @@ def set_attention(model: object, implementation: str) -> bool:
         raise TextBoxUserError(f"--attn_implementation={implementation}: the {config.model_type!r} model cannot use "
                                f"it ({str(error).splitlines()[0]}); choose another or auto") from error
     return True
+
+
+# Implementations that follow the mask transformers builds for packed rows (textbox.data.packing): its flash
+# attention reads packed position ids only in a batch of one row, and would let a row's examples attend to each other.
+PACKABLE_ATTENTION = ("eager", "sdpa")
+
+
+def check_packing(model: object) -> None:
+    """--packing: refused for a model whose attention would cross the examples packed in a row."""
+    config = getattr(inner_model(model), "config", None)
+    implementation = getattr(config, "_attn_implementation", None)
+    if implementation not in PACKABLE_ATTENTION:
+        raise TextBoxUserError(f"--packing: the model runs {implementation!r} attention, which would let the examples "
+                               f"packed in a row attend to each other; use --attn_implementation=sdpa (or eager), "
+                               f"or drop --packing")

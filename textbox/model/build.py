@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from textbox.config import TextBoxUserError
 from textbox.config.families import CAUSAL_LM, ENCODER_DECODER, FAMILIES, KINDS, RNN, SEQ2SEQ, TRANSFORMER, family
 from textbox.model.adapter_files import checkpoint_record, inner_model
-from textbox.model.attention import chosen, set_attention
+from textbox.model.attention import check_packing, chosen, set_attention
 from textbox.model.efficient import apply_efficient_methods
 from textbox.model.gradient_checkpointing import enable_gradient_checkpointing
 from textbox.model.lengths import fit_lengths
@@ -77,6 +77,8 @@ def build_model(config: Config, train_split: TrainingTexts | None, logger: loggi
     attention = chosen(config)
     if attention is not None and set_attention(built.model, attention):
         log.info(f"attention: {attention}" + (" (auto: bf16 on a CPU)" if config.attn_implementation == "auto" else ""))
+    if config.packing:
+        check_packing(built.model)
     if not config.from_scratch:  # weights loaded from an adapter / BitFit checkpoint carry its method
         built = dataclasses.replace(built, efficient=built.efficient or checkpoint_record(config.model_path))
     check_new_tokens_train(config, embed_every_id(built.model, built.tokenizer, log.info))

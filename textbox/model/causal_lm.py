@@ -40,16 +40,28 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
+# Model types whose attention keeps packed examples apart from position ids alone (textbox.data.packing): each was
+# checked in transformers 5 (1-layer models, eager and sdpa: a packed example's logits equal its logits alone;
+# tests/unit/data/test_packing.py keeps llama and gpt2 checked). OPT (positions from the attention mask) and Bloom
+# (ALiBi) fail that check; other types are refused until checked.
+PACKABLE_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "phi3", "gpt2", "gpt_neox")
+
+
 def build(config: Config, train_split: TrainingTexts | None) -> BuiltModel:
     """Pretrained weights from ``config.model_path``, or its architecture freshly initialised (from_scratch);
     ``config_kwargs`` override the model config. ``train_split`` is unused: the tokenizer comes with the model."""
     path = config.model_path
-    tokenizer = load_tokenizer(path, config.tokenizer_kwargs)
     model_config = load_config(path, config.config_kwargs)
     if model_config.is_encoder_decoder:
         raise TextBoxUserError(f"--model_path={path} holds a {model_config.model_type!r} encoder-decoder, not a "
                                f"decoder-only LM; load it with --model={model_config.model_type} "
                                f"(or --model=seq2seq)")
+    if config.packing and model_config.model_type not in PACKABLE_MODEL_TYPES:
+        raise TextBoxUserError(f"--packing: --model_path={path} is a {model_config.model_type!r} model, whose "
+                               f"attention would cross the examples packed in a row (it does not restart at the "
+                               f"position ids, or its positions come from the attention mask); drop --packing "
+                               f"(packable: {', '.join(PACKABLE_MODEL_TYPES)})")
+    tokenizer = load_tokenizer(path, config.tokenizer_kwargs)
     model = load_model(AutoModelForCausalLM, path, model_config, config.from_scratch, quantization.of_config(config))
     _complete_special_tokens(model, tokenizer, path)
     chat.apply_template(config.chat_template, tokenizer)  # saved with the tokenizer: checkpoints keep it

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from textbox.config import TextBoxUserError
 from textbox.config.families import is_decoder_only_model
 from textbox.model.losses import TokenLoss
-from textbox.utils.labels import IGNORE_INDEX
+from textbox.utils.labels import IGNORE_INDEX, PACKED_EXAMPLES
 
 
 def decoder_inputs(model: torch.nn.Module, labels: torch.Tensor) -> torch.Tensor:
@@ -129,7 +129,7 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
     scored = labels != IGNORE_INDEX
     projected = torch.cat([scored, scored.new_zeros(scored.shape[0], 1)], dim=1)  # the last input scores nothing
     with scored_rows_only(model, unwrapped, projected) as packing:
-        outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False)
+        outputs = model(input_ids=batch["input_ids"], **_attention(batch), use_cache=False)
     logits = outputs.logits
     if packing.packed:
         _check_packed(logits, scored, unwrapped)
@@ -141,6 +141,14 @@ def _causal_token_losses(model: torch.nn.Module, unwrapped: torch.nn.Module, bat
     token_loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
     token_loss[scored] = _per_token(loss, logits, labels[scored], label_smoothing)
     return token_loss.sum(dim=1), scored.sum(dim=1)
+
+
+def _attention(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """How the model keeps examples apart: a padded batch's attention mask, or a packed batch's position ids
+    (textbox.data.packing: no mask, so that transformers reads the examples from positions restarting at 0)."""
+    if "position_ids" in batch:
+        return {"position_ids": batch["position_ids"]}
+    return {"attention_mask": batch["attention_mask"]}
 
 
 def _per_token(loss: TokenLoss | None, logits: torch.Tensor, labels: torch.Tensor,
@@ -155,6 +163,14 @@ def _per_token(loss: TokenLoss | None, logits: torch.Tensor, labels: torch.Tenso
         raise TextBoxUserError(f"the --loss function {getattr(loss, '__qualname__', loss)!r} returned {shape} for "
                                f"{tuple(labels.shape)} tokens: it must return one loss per token")
     return values
+
+
+def trained_examples(batch: dict[str, torch.Tensor]) -> int:
+    """Examples of a batch that train something (fillers, all labels ignored, count none): its rows, or what a
+    packed batch (textbox.data.packing, several examples a row) says it holds."""
+    if PACKED_EXAMPLES in batch:
+        return int(batch[PACKED_EXAMPLES])
+    return int((batch["labels"] != IGNORE_INDEX).any(dim=1).sum())
 
 
 def target_tokens(batch: dict[str, torch.Tensor]) -> int:

@@ -247,7 +247,8 @@ def _fit_and_evaluate(run: RunContext, built: Built, evaluator: Evaluator, on_va
     log_model_size(run.config, built.model, run.logger)
     trained = Trained(built.model)
     if run.config.do_train:
-        trainer = Trainer(TrainerContext(run, built.model, built.tokenizer, evaluator.collator, built.efficient))
+        collator = make_collator(run.config, built.tokenizer, training=True)  # --packing packs these alone
+        trainer = Trainer(TrainerContext(run, built.model, built.tokenizer, collator, built.efficient))
         trained = fit(run, trainer, built, evaluator, on_validation)
     with raise_on_signals(lambda signal_number: evaluation_interrupted(run, signal_number)):
         evaluated = evaluate(run, built, evaluator, trained, inputs)

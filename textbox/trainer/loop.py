@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from textbox.config import RunInterrupted, TextBoxError, TextBoxUserError
 from textbox.model import losses
-from textbox.model.loss import forward_token_losses, target_tokens
+from textbox.model.loss import forward_token_losses, target_tokens, trained_examples
 from textbox.trainer import averaging, checkpoint
 from textbox.trainer.allocator import keep_freed_memory
 from textbox.trainer.context import TrainerContext
@@ -28,7 +28,6 @@ from textbox.trainer.sharding import prepare_training
 from textbox.trainer.signals import StopRequest, stop_on_signals
 from textbox.trainer.state import TrainState, improves
 from textbox.utils.compile_time import compilation_seconds
-from textbox.utils.labels import IGNORE_INDEX
 from textbox.utils.progress import bar_disabled
 
 if TYPE_CHECKING:
@@ -254,7 +253,7 @@ class Trainer:
                 batch_loss = sums.sum()
                 if torch.isfinite(batch_loss):
                     loss_sum, tokens = loss_sum + batch_loss.item(), tokens + target_tokens(batch)
-                    examples += int((batch["labels"] != IGNORE_INDEX).any(dim=1).sum())  # fillers count none
+                    examples += trained_examples(batch)  # fillers count none
                 else:
                     nonfinite += 1
                     # No update from this batch, yet every parameter takes part so that DDP still all-reduces.

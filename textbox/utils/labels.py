@@ -8,3 +8,7 @@ IGNORE_INDEX = -100
 # The figures computed from the loss alone (no generation): validation by these needs no decoding, and
 # denoising pre-training (whose target is its input) is validated by nothing else.
 LOSS_FIGURES = ("loss", "perplexity")
+
+# A packed training batch's (textbox.data.packing) count of the examples that train something: its rows hold several
+# each, so the training loop's examples figure cannot be its number of rows.
+PACKED_EXAMPLES = "examples"
