@@ -38,6 +38,10 @@ class ConfigError(TextBoxUserError):
         header = f"{count} configuration problem{'s' if count != 1 else ''}:"
         super().__init__("\n".join([header, *(f"  - {p}" for p in self.problems)]))
 
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        """Pickled by its problems (a worker process's error, textbox.data.parallel), not by its message."""
+        return type(self), (self.problems,)
+
 
 class DataError(TextBoxUserError):
     """A dataset file that cannot be used: missing, empty, mismatched or undecodable."""

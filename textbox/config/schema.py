@@ -276,6 +276,12 @@ class Data:
     cache_dir: str = key(
         ".cache/textbox",
         "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")
+    num_proc: int | None = key(
+        None,
+        "Processes that tokenise the splits, each a contiguous share of the examples joined in order (the same ids "
+        "and cache entry whatever their number); None = the cores this process may use (os.sched_getaffinity). "
+        "Under accelerate only the main process tokenises (the others load its cache). Chat-template examples are "
+        "tokenised in one process.")
 
 
 # --- model ------------------------------------------------------------------------------------
@@ -298,6 +304,12 @@ class Model:
         "model_max_length, ...; added tokens are one token each, the model's embeddings grown to hold them); an "
         "unknown setting is an error. For model=transformer and rnn/gru/lstm: vocab_size and min_frequency of a new "
         "BPE (refused with a checkpoint, whose tokenizer is kept).")
+    tokenizer_train_sample: int | None = key(
+        1_000_000,
+        "For model=transformer and rnn/gru/lstm without tokenizer_path: the new BPE is trained on at most this many "
+        "texts (sources and targets of the training split), drawn uniformly, seeded by --seed (as sentencepiece's "
+        "input_sentence_size); the texts drawn name its cache entry. A smaller corpus is used whole; None = always "
+        "the whole corpus.")
     tokenizer_path: str | None = key(
         None,
         "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a "

@@ -80,7 +80,7 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
     problems += _averaging_problems(values, where)
     if values["max_steps"] is not None and values["max_steps"] < 1:
         problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")
-    for name in ("max_tokens", "eval_max_tokens"):
+    for name in ("max_tokens", "eval_max_tokens", "num_proc", "tokenizer_train_sample"):
         if values[name] is not None and values[name] < 1:
             problems.append(f"{where(name)} must be at least 1 (or None), got {values[name]}")
     prompts = [method for method in values["efficient_methods"] if method in PROMPT_METHODS]

@@ -36,6 +36,7 @@ from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
 from textbox.config.loader import Config
 from textbox.data.chat import Layout, encode_examples
+from textbox.data.parallel import encode_in_order, resolve_processes
 from textbox.data.split import Split
 from textbox.tokens.chat import templating
 from textbox.tokens.languages import source_head
@@ -161,28 +162,33 @@ def library_versions() -> list[str]:
 
 def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, head: list[int],
               fingerprint: str, templated: bool = False) -> "datasets.Dataset":
+    """The split's columns, encoded BATCH_SIZE examples at a time on ``num_proc`` processes (textbox.data.parallel:
+    the same ids whatever their number), with a progress bar."""
     import datasets
+    import pyarrow
 
-    prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
-    lm_targets = decoder_only(config)
     if templated:
         return _tokenize_chat(config, split, tokenizer)
+    features = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in COLUMNS})
+    schema = features.arrow_schema
+    prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
+    lm_targets = decoder_only(config)
 
-    def encode(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
-        return {
-            "input_ids": encode_within(tokenizer, batch["source"], config.src_len, config.truncate, "src_len",
-                                       prefix, suffix, head=head),
-            "labels": (encode_lm_targets(tokenizer, batch["target"], config.tgt_len) if lm_targets
-                       else encode_within(tokenizer, batch["target"], config.tgt_len, "tail", "tgt_len",
-                                          target=True)),
-        }
+    def encode(chunk: tuple[list[str], list[str]]) -> pyarrow.RecordBatch:
+        sources, targets = chunk
+        labels = (encode_lm_targets(tokenizer, targets, config.tgt_len) if lm_targets
+                  else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
+        input_ids = encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len", prefix, suffix,
+                                  head=head)
+        return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=schema)
 
-    texts = datasets.Dataset.from_dict({"source": split.sources,
-                                        "target": [references[0] for references in split.targets]})
-    features = datasets.Features({"input_ids": datasets.List(datasets.Value("int32")),
-                                  "labels": datasets.List(datasets.Value("int32"))})
-    return texts.map(encode, batched=True, batch_size=BATCH_SIZE, remove_columns=["source", "target"],
-                     features=features, new_fingerprint=fingerprint, desc=f"tokenizing {split.name}")
+    targets = [references[0] for references in split.targets]
+    chunks = [(split.sources[start:start + BATCH_SIZE], targets[start:start + BATCH_SIZE])
+              for start in range(0, len(split), BATCH_SIZE)]
+    batches = list(encode_in_order(encode, chunks, resolve_processes(config.num_proc), len(split),
+                                   f"tokenizing {split.name}"))
+    table = pyarrow.Table.from_batches(batches, schema=schema)
+    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features), fingerprint=fingerprint)
 
 
 def _tokenize_chat(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase) -> "datasets.Dataset":

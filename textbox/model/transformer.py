@@ -71,7 +71,8 @@ def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> PreTraine
         return load_tokenizer(config.tokenizer_path, config_settings(config, "tokenizer_kwargs"),
                               named_by="--tokenizer_path")
     return train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
-                               cache_dir=config.cache_dir, log=get_logger().info)
+                               cache_dir=config.cache_dir, log=get_logger().info,
+                               sample=config.tokenizer_train_sample, seed=config.seed)
 
 
 def check_tokenizer_facts(settings: Mapping[str, object], tokenizer: PreTrainedTokenizerBase) -> None:

@@ -250,3 +250,12 @@ def test_a_best_model_figure_spelled_as_other_tools_do_is_answered_with_ours(dat
                              "--metrics_for_best_model=['rougeL','sacrebleu','rouge_1']"])
     hints = [p.split("did you mean ")[1].split("?")[0] for p in caught.value.problems]
     assert hints == ["'rouge-l'", "'bleu'", "'rouge-1'"]
+
+
+@pytest.mark.parametrize("setting, problem", [
+    ("--num_proc=0", "--num_proc must be at least 1 (or None), got 0"),
+    ("--tokenizer_train_sample=-5", "--tokenizer_train_sample must be at least 1 (or None), got -5")])
+def test_a_process_count_or_tokenizer_sample_below_one_is_one_problem(data_dir: Path, setting: str, problem: str):
+    with pytest.raises(ConfigError) as caught:
+        load_checked_config([setting, f"--data_path={data_dir}"])
+    assert caught.value.problems == [problem]

@@ -215,3 +215,37 @@ def test_targets_encoded_as_targets_are_the_ids_of_tokenizers_without_target_han
     assert encode_within(tokenizer, texts, 1000, "tail", "tgt_len", target=True) == tokenizer(texts)["input_ids"]
     assert encode_within(tokenizer, texts, 8, "tail", "tgt_len", target=True) == \
         encode_within(tokenizer, texts, 8, "tail", "tgt_len")
+
+
+def test_several_processes_give_the_ids_and_cache_entry_of_one(tmp_path, monkeypatch):
+    """num_proc=2 splits the examples into chunks encoded by two worker processes and joined in order: the ids of
+    one process, under the same cache key (a run with either reuses the other's entry)."""
+    import textbox.data.tokenize
+
+    monkeypatch.setattr(textbox.data.tokenize, "BATCH_SIZE", 3)  # 40 examples: 14 chunks
+    words = WORDS[3:]
+    sources = [" ".join(words[(i + k) % len(words)] for k in range(i % 9)) for i in range(40)]
+    splits = {"train": Split("train", sources, [[source[::-1]] for source in sources])}
+    tokenizer = word_tokenizer()
+    one, two = [], []
+    by_one = tokenize_splits(make_config(tmp_path / "one", num_proc=1), splits, tokenizer, log=one.append)["train"]
+    by_two = tokenize_splits(make_config(tmp_path / "two", num_proc=2), splits, tokenizer, log=two.append)["train"]
+    assert by_two["input_ids"] == by_one["input_ids"] and by_two["labels"] == by_one["labels"]
+    assert by_two.features == by_one.features
+    assert one[0].split("/")[-1] == two[0].split("/")[-1]  # the same entry name
+    again: list[str] = []
+    tokenize_splits(make_config(tmp_path / "one", num_proc=2), splits, tokenizer, log=again.append)
+    assert again[0].startswith("loaded tokenized train from cache")
+
+
+def test_a_worker_process_error_is_the_config_error_of_one_process(tmp_path, monkeypatch):
+    import textbox.data.tokenize
+
+    monkeypatch.setattr(textbox.data.tokenize, "BATCH_SIZE", 1)
+    splits = {"train": Split("train", ["a", "b c d e"], [["x"], ["y"]])}
+    config = make_config(tmp_path, num_proc=2, src_len=2)
+    with pytest.raises(ConfigError) as error:
+        tokenize_splits(config, splits, word_tokenizer(), log=print)
+    assert error.value.problems == ["src_len=2 leaves no room for text: 2 tokens are special tokens or prompts, "
+                                    "which are never cut; raise --src_len"]
+    assert not (tmp_path / "cache" / "tokenized").exists() or not any((tmp_path / "cache" / "tokenized").iterdir())

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from textbox.model.tokenizer import train_bpe_tokenizer
+from textbox.model.tokenizer import train_bpe_tokenizer, training_sample
 
 
 @pytest.fixture
@@ -93,3 +93,29 @@ def test_saved_tokenizer_reloads_with_auto_tokenizer(tmp_path, train):
     text = "my friend paints the small boat."
     assert reloaded(text).input_ids == tokenizer(text).input_ids
     assert reloaded.pad_token_id == 1 and reloaded.eos_token_id == 2
+
+
+def test_a_sample_smaller_than_the_corpus_trains_on_exactly_the_texts_drawn(tmp_path):
+    """tokenizer_train_sample: a uniform draw seeded by the run's seed, in corpus order; the tokenizer is the one
+    trained on those texts alone, and the texts drawn name the cache entry."""
+    texts = [f"text {i} " + " ".join(["word", "other", "thing"][i % 3] * (i % 4 + 1)) for i in range(60)]
+    drawn = training_sample(texts, 20, seed=7)
+    assert drawn == training_sample(texts, 20, seed=7) and len(set(drawn)) == 20
+    assert drawn == [text for text in texts if text in set(drawn)]  # corpus order kept
+    assert drawn != training_sample(texts, 20, seed=8)
+    sampled = train_bpe_tokenizer(texts, 300, 1, tmp_path / "sampled", log=lambda _: None, sample=20, seed=7)
+    alone = train_bpe_tokenizer(drawn, 300, 1, tmp_path / "alone", log=lambda _: None)
+    assert sampled.get_vocab() == alone.get_vocab()
+    assert [p.name for p in (tmp_path / "sampled" / "tokenizers").iterdir()] == \
+        [p.name for p in (tmp_path / "alone" / "tokenizers").iterdir()]
+
+
+def test_another_sample_size_trains_its_own_entry_and_a_small_corpus_keeps_the_whole_corpus_entry(tmp_path, corpus):
+    def entries(**sample) -> set[str]:
+        train_bpe_tokenizer(corpus, 300, 2, tmp_path, log=lambda _: None, **sample)
+        return {path.name for path in (tmp_path / "tokenizers").iterdir()}
+
+    whole = entries()
+    assert entries(sample=len(corpus)) == whole and entries(sample=10 * len(corpus), seed=3) == whole
+    assert len(entries(sample=len(corpus) // 2)) == 2
+    assert len(entries(sample=len(corpus) // 3)) == 3
