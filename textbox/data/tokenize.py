@@ -18,8 +18,9 @@ when) a decoder-only model's example is rendered through it instead (textbox.dat
 
 The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
 releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
-layout (decoder-only or not). Entries are written atomically, so several processes (or a killed one) never leave
-a partial entry behind, and checked when read against the sizes and checksums of their files recorded when written
+layout (decoder-only or not); not the number of processes that tokenise (``num_proc``, textbox.data.parallel),
+which give the ids of one process. Entries are written atomically, so several processes (or a killed one) never
+leave a partial entry behind, and checked when read against the sizes and checksums of their files recorded when written
 (textbox.utils.checksums): a damaged one (a file cut short, missing or overwritten in place, no record) is named in
 the log and tokenised again.
 """
@@ -176,10 +177,10 @@ def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, 
 
     def encode(chunk: tuple[list[str], list[str]]) -> pyarrow.RecordBatch:
         sources, targets = chunk
-        labels = (encode_lm_targets(tokenizer, targets, config.tgt_len) if lm_targets
-                  else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
         input_ids = encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len", prefix, suffix,
                                   head=head)
+        labels = (encode_lm_targets(tokenizer, targets, config.tgt_len) if lm_targets
+                  else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
         return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=schema)
 
     targets = [references[0] for references in split.targets]
