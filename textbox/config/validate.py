@@ -78,9 +78,7 @@ def check_semantics(values: Mapping[str, ConfigValue], sources: Mapping[str, str
         problems.append(f"{where('push_to_hub')} uploads checkpoint_best, which {where('max_save')}=0 removes once "
                         f"the run is tested: use --max_save=1 (checkpoint_best alone)")
     problems += _averaging_problems(values, where)
-    if values["max_steps"] is not None and values["max_steps"] < 1:
-        problems.append(f"{where('max_steps')} must be at least 1 (or None), got {values['max_steps']}")
-    for name in ("max_tokens", "eval_max_tokens", "num_proc", "tokenizer_train_sample"):
+    for name in ("max_steps", "max_tokens", "eval_max_tokens", "num_proc", "tokenizer_train_sample"):
         if values[name] is not None and values[name] < 1:
             problems.append(f"{where(name)} must be at least 1 (or None), got {values[name]}")
     prompts = [method for method in values["efficient_methods"] if method in PROMPT_METHODS]
