@@ -111,3 +111,35 @@ def test_decoder_only_beam_search_over_prompts_of_different_lengths(trained_caus
     settings = {**settings, "max_new_tokens": 16}
     expected = decode(model, tokenizer, sources, settings, "transformers", tmp_path)
     assert decode(model, tokenizer, sources, settings, "ctranslate2", tmp_path) == expected
+
+
+def test_prompts_sharing_a_start_decode_alike_with_it_as_a_static_prompt(trained_causal, pairs, tmp_path, monkeypatch):
+    """A few-shot evaluation's prompts share their demonstrations: CTranslate2 is handed those tokens once
+    (static_prompt, its state kept for the next calls that start alike), with generate's outputs (greedy) and the
+    outputs of the whole prompts (beam search)."""
+    from textbox.decoding import ctranslate2_calls
+    from tests.unit.decoding.engines import decode
+
+    model, tokenizer = trained_causal
+    shared = " ".join(source for source, _ in pairs[60:64])  # a start every prompt shares, as demonstrations are
+    sources = [f"{shared} {source}" for source, _ in pairs[:12]]
+    greedy, beams = {"max_new_tokens": 16}, {"max_new_tokens": 16, "num_beams": 4}
+    expected = decode(model, tokenizer, sources, greedy, "transformers", tmp_path)
+    monkeypatch.setattr(ctranslate2_calls, "SHARED_PREFIX_MINIMUM", 10**9)  # whole prompts
+    whole = decode(model, tokenizer, sources, beams, "ctranslate2", tmp_path)
+    monkeypatch.undo()
+    given: list[int] = []
+    real = ctranslate2_calls.shared_prefix
+    monkeypatch.setattr(ctranslate2_calls, "shared_prefix", lambda prompts: given.append(len(real(prompts))) or
+                        real(prompts))
+    assert decode(model, tokenizer, sources, greedy, "ctranslate2", tmp_path) == expected
+    assert decode(model, tokenizer, sources, beams, "ctranslate2", tmp_path) == whole
+    assert given and min(given) >= ctranslate2_calls.SHARED_PREFIX_MINIMUM  # every call took the static prompt
+
+
+def test_the_shared_prefix_leaves_each_prompt_two_tokens_of_its_own():
+    from textbox.decoding.ctranslate2_calls import shared_prefix
+
+    assert shared_prefix([list("abcdefgh"), list("abcdexyz")]) == list("abcde")
+    assert shared_prefix([list("abcd"), list("abcdef")]) == list("ab")  # the shortest keeps "cd"
+    assert shared_prefix([list("abc")]) == list("a") and shared_prefix([]) == []
