@@ -1,10 +1,11 @@
 """run_textbox.py --packing=True trains what the padded run trains: a tiny Llama's training losses step by step
 (weights updated by the packed batches' gradients) and its validation loss equal the padded run's, trained whole
-(from scratch, --model=llama) and with LoRA on top (--model_path alone; no LoRA dropout, whose random masks would
+(from scratch, --model=llama) and with LoRA and QLoRA on top (--model_path alone; no LoRA dropout, whose random masks would
 fall on other positions in other layouts); and a packed run stopped and resumed trains exactly as an uninterrupted
 one (packing depends on the sampler's batches alone)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -35,7 +36,10 @@ def work(tmp_path_factory) -> tuple[Path, list[str]]:
 def test_packed_run_trains_as_the_padded_run(work):
     directory, common = work
     lora = ["--efficient_methods=['lora']", "--efficient_kwargs={'lora_dropout': 0.0}"]
-    for name, model in {"whole": ["--model=llama", "--from_scratch=True"], "lora": lora}.items():
+    models = {"whole": ["--model=llama", "--from_scratch=True"], "lora": lora}
+    if importlib.util.find_spec("bitsandbytes") is not None:  # QLoRA: LoRA on the NF4-quantised base
+        models["qlora"] = [*lora, "--quantization=nf4"]
+    for name, model in models.items():
         runs = {}
         for packing in (False, True):
             args = [*common, *model, "--max_steps=4", f"--filename={name}-{packing}", f"--packing={packing}"]
