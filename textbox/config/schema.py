@@ -277,9 +277,11 @@ class Data:
         ".cache/textbox",
         "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")
     num_proc: int | None = key(
-        None,
+        1,
         "Processes that tokenise the splits, each a contiguous share of the examples joined in order (the same ids "
         "and cache entry whatever their number); None = the cores this process may use (os.sched_getaffinity). "
+        "Default 1: on 2 cores the fast tokenizer's own threads did as well (docs/data.md), and workers are forked, "
+        "which a process already running many threads (a long-lived Python session) can deadlock. "
         "Under accelerate only the main process tokenises (the others load its cache). Chat-template examples are "
         "tokenised in one process.")
 
