@@ -148,9 +148,11 @@ def test_sigterm_during_the_test_pass_says_how_to_finish_it_and_resume_does(tmp_
     pass was interrupted and the command that finishes it, the run marked FAILED with that line, exit 128 + 15;
     that command then writes results.json and clears the mark."""
     data = make_copy_dataset(tmp_path / "copy", sizes={"train": 32, "valid": 8, "test": 400})
-    # outputs of 15 tokens and more, by beam search, one example a batch: a test pass of several seconds to land in
+    # outputs of 15 tokens and more, by beam search on transformers (CTranslate2 can finish 400 examples before the
+    # signal lands), one example a batch: a test pass of several seconds to land in
     args = [*TINY_MODEL_ARGS, "--dataset=copy", f"--data_path={data}", "--max_steps=2", "--eval_batch_size=1",
-            "--generation_kwargs={'num_beams': 4, 'min_length': 15}", "--filename=cut"]
+            "--generation_kwargs={'num_beams': 4, 'min_length': 15}", "--decoding_backend=transformers",
+            "--filename=cut"]
     run_dir = tmp_path / "saved" / "cut"
     process = start_script(args, cwd=tmp_path)
     deadline = time.monotonic() + 600
