@@ -5,7 +5,7 @@ Why a module of its own: TextBox 2.0's run_analysis.py scored generated files wi
 compared the systems. Here the pieces exist already; this module only joins them: the config layers name the
 dataset, its test split (textbox.data.readers, the one reader: local copy, catalogue copy or built-in set) and its
 metrics with the catalogue entry's options (case, tokenisation, ...), exactly as a run scores its own test pass;
-each file is read by the reader textbox-evaluate uses (textbox.data.readers.read_lines) and scored by the metrics
+each file is read by the reader textbox-evaluate uses (textbox.data.lines.read_lines) and scored by the metrics
 registry. Significance tests of the same files: ``python -m textbox.analysis`` with the same arguments (the first
 file is the baseline), which also takes run and seed-study directories.
 
@@ -24,7 +24,8 @@ from typing import Sequence
 from textbox.checks import load_checked_config
 from textbox.config.argv import parse_value
 from textbox.config.errors import DataError, TextBoxUserError
-from textbox.data.readers import read_lines, read_splits
+from textbox.data.lines import read_lines
+from textbox.data.readers import read_splits
 from textbox.evaluator.metrics.registry import compute_metrics, figure_goal
 from textbox.evaluator.score_files import run_command
 

@@ -15,7 +15,8 @@ from textbox.checks import load_checked_config
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
 from textbox.config.schema import DEFAULTS
-from textbox.data.readers import read_lines, read_splits
+from textbox.data.lines import read_lines
+from textbox.data.readers import read_splits
 from textbox.data.split import Split
 from textbox.utils import yaml_numbers
 

@@ -17,7 +17,8 @@ from textbox.analysis.runs import RunOutputs, load_run, run_config
 from textbox.checks import load_checked_config
 from textbox.config.errors import DataError, TextBoxUserError
 from textbox.config.loader import Config
-from textbox.data.readers import parse_references, read_lines, read_splits
+from textbox.data.lines import parse_references, read_lines
+from textbox.data.readers import read_splits
 
 RUN, SEED_STUDY, FILE = "run", "seed study", "file"
 _DATA_OPTIONS = ("--dataset=", "--data_path=", "--config_files=")  # options that name the references' dataset

@@ -34,20 +34,19 @@ def resolve_processes(num_proc: int | None) -> int:
     return usable_cores() if num_proc is None else num_proc
 
 
-def encode_in_order(encode: Encode[Chunk], chunks: Sequence[Chunk], processes: int, total: int,
+def encode_in_order(encode: Encode[Chunk], chunks: Iterable[Chunk], processes: int, total: int,
                     desc: str) -> Iterator["pyarrow.RecordBatch"]:
-    """``encode(chunk)`` of every chunk, in order, on ``processes`` processes (one: in this process), with a
-    progress bar (examples, rate and ETA) counting ``total`` examples."""
+    """``encode(chunk)`` of every chunk, in order, on ``processes`` processes (one: in this process; the caller
+    starts no more than it has chunks), with a progress bar (examples, rate and ETA) counting ``total`` examples."""
     from tqdm.auto import tqdm
 
-    processes = min(processes, len(chunks))
     with tqdm(total=total, desc=desc, unit=" examples", disable=bar_disabled(True)) as bar:
         for batch in _encoded(encode, chunks, processes):
             bar.update(batch.num_rows)
             yield batch
 
 
-def _encoded(encode: Encode[Chunk], chunks: Sequence[Chunk], processes: int) -> Iterable["pyarrow.RecordBatch"]:
+def _encoded(encode: Encode[Chunk], chunks: Iterable[Chunk], processes: int) -> Iterable["pyarrow.RecordBatch"]:
     if processes <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield from map(encode, chunks)
         return

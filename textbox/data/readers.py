@@ -6,14 +6,11 @@ available to the metrics. Every problem in the files is a ``DataError`` naming t
 """
 from __future__ import annotations
 
-import ast
-import codecs
 import hashlib
 import os
 import shutil
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Literal, Sequence, overload
 
 from textbox.config.errors import DataError
 from textbox.config.loader import Config
@@ -21,7 +18,9 @@ from textbox.config.schema import DEFAULTS
 from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.instructions import instruction_file, read_alpaca, read_messages
+from textbox.data.lines import dataset_file, empty_source, read_lines, references, same_line_counts
 from textbox.data.split import Split
+from textbox.data.streamed import ReadSplit, StreamedSplit
 from textbox.data.tables import RawSplit, columns, read_disk, read_hub
 from textbox.utils import checksums, leases
 
@@ -59,16 +58,31 @@ def uses_catalogue(config: Config) -> bool:
             and not dataset_directory(config).exists())
 
 
-def read_splits(config: Config, names: Sequence[str] = SPLITS,
-                log: Callable[[str], None] = print) -> dict[str, Split]:
+@overload
+def read_splits(config: Config, names: Sequence[str] = SPLITS, log: Callable[[str], None] = print,
+                stream: Literal[False] = False) -> dict[str, Split]: ...
+
+
+@overload
+def read_splits(config: Config, names: Sequence[str], log: Callable[[str], None],
+                stream: bool) -> dict[str, ReadSplit]: ...
+
+
+def read_splits(config: Config, names: Sequence[str] = SPLITS, log: Callable[[str], None] = print,
+                stream: bool = False) -> dict[str, Split] | dict[str, ReadSplit]:
     """Read the splits ``names``; valid/test targets may hold several references, train ones exactly one.
 
-    A built-in dataset is built first when its default directory (dataset/<name>) lacks it; a directory
-    given as data_path is the user's and is only read.
+    ``stream``: the train split of plain data (without quick_test) is a ``StreamedSplit``, read from its files as it
+    is needed (textbox.data.streamed: memory flat in corpus size); its lines are checked when read, where an
+    in-memory split's are checked here. A built-in dataset is built first when its default directory
+    (dataset/<name>) lacks it; a directory given as data_path is the user's and is only read.
     """
     directory, data_format = locate_data(config, names, log)
-    splits = {}
+    splits: dict[str, ReadSplit] = {}
     for name in names:
+        if stream and name == "train" and data_format == "plain" and config.quick_test is False:
+            splits[name] = StreamedSplit.open(directory, name)
+            continue
         if data_format in INSTRUCTION_FORMATS:
             split = _read_instructions(config, data_format, directory, name, log)
         else:
@@ -209,49 +223,13 @@ def _read_raw(config: Config, data_format: str, directory: Path, name: str,
 def _read_plain(directory: Path, name: str) -> RawSplit:
     source_path, target_path = directory / f"{name}.src", directory / f"{name}.tgt"
     sources, targets = read_dataset_lines(source_path), read_dataset_lines(target_path)
-    if len(sources) != len(targets):
-        raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
-                        f"line i of the .tgt file must be the target of line i of the .src file")
+    same_line_counts(source_path, len(sources), target_path, len(targets))
     return RawSplit(sources, targets, lambda i: f"{source_path}:{i + 1}", lambda i: f"{target_path}:{i + 1}")
 
 
 def read_dataset_lines(path: Path) -> list[str]:
     """A plain dataset file's lines (``read_lines``); a missing or empty file is an error naming it."""
-    if not path.is_file():
-        raise DataError(f"{path} does not exist; a plain dataset needs {path.stem}.src and {path.stem}.tgt "
-                        f"in {path.parent}")
-    if path.stat().st_size == 0:
-        raise DataError(f"{path} is empty")
-    return read_lines(path)
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (``-``: standard input) without their line ends (\\n or \\r\\n) nor a leading
-    byte-order mark (which Windows editors write; it is not text); nothing else is stripped, blank lines are kept,
-    and a final line end adds no empty line. The one reader of line files: dataset splits, ``--input_file`` and
-    the files ``python -m textbox.evaluate`` scores all read alike. Bytes that are not UTF-8 (or a file that cannot
-    be read) are a DataError naming the file and line; callers check what else they need."""
-    where = "stdin" if str(path) == "-" else str(path)
-    if str(path) == "-":
-        stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
-    else:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as error:  # unreadable (permissions, a failing disk): the file is named, not a traceback
-            raise DataError(f"cannot read {where} ({error.strerror or error}); check that it is a readable file "
-                            f"and run again") from error
-    data = data.removeprefix(codecs.BOM_UTF8)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise DataError(f"{where}:{line}: bytes {data[error.start:error.end]!r} are not UTF-8; "
-                        f"save the file as UTF-8") from error
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return read_lines(dataset_file(path))
 
 
 def _read_tabular(config: Config, path: Path, builder: str, name: str, log: Callable[[str], None]) -> RawSplit:
@@ -321,34 +299,8 @@ def _check(name: str, raw: RawSplit) -> Split:
     targets: list[list[str]] = []
     for i, (source, target) in enumerate(zip(raw.sources, raw.targets)):
         if not isinstance(source, str) or not source.strip():
-            raise DataError(f"{raw.locate_source(i)}: the source is empty or not text ({source!r:.60}); "
-                            f"every example needs one")
-        references = _references(target, raw.locate_target(i))
+            raise empty_source(source, raw.locate_source(i))
+        found = references(target, raw.locate_target(i))
         sources.append(source)
-        targets.append(references[:1] if name == "train" else references)
+        targets.append(found[:1] if name == "train" else found)
     return Split(name, sources, targets)
-
-
-def _references(target: object, where: str) -> list[str]:
-    """A target as a list of references: a list (json, parquet), or a text read by ``parse_references``."""
-    references = parse_references(target) if isinstance(target, str) else target
-    if not isinstance(references, (list, tuple)) or not references or \
-            not all(isinstance(reference, str) and reference.strip() for reference in references):
-        raise DataError(f"{where}: the target is empty or not text ({target!r:.60}); "
-                        f"give a text or a list of non-empty texts")
-    return list(references)
-
-
-def parse_references(text: str) -> list[str]:
-    """The references a target text holds: those of a Python list literal of strings, whitespace around it
-    allowed ("['a cat', 'the cat']"), else the text itself as written ("[laughs] a cat" is one reference).
-    The one parser of reference texts: a run's dataset targets and the files textbox-evaluate scores."""
-    literal = text.strip()
-    if literal.startswith("[") and literal.endswith("]"):
-        try:
-            value = ast.literal_eval(literal)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = None
-        if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-            return value
-    return [text]

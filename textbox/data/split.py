@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 Message = dict[str, str]  # one chat turn: {"role": "system" | "user" | "assistant", "content": text}
 
@@ -22,6 +23,17 @@ class Split:
 
     def __len__(self) -> int:
         return len(self.sources)
+
+    @property
+    def digest(self) -> None:
+        """None: an in-memory split is named by its texts (a streamed one, textbox.data.streamed, by its files')."""
+        return None
+
+    def tokenizer_texts(self, indices: Sequence[int] | None = None) -> list[str]:
+        """What a new tokenizer trains on: every source, then every target's first reference (position i < len is
+        source i, len + i target i); ``indices`` (ascending) picks some, None all."""
+        texts = [*self.sources, *(references[0] for references in self.targets)]
+        return texts if indices is None else [texts[index] for index in indices]
 
     def first(self, count: int) -> Split:
         """The first ``count`` examples."""

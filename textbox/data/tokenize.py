@@ -31,14 +31,14 @@ import importlib.metadata
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from textbox.config.errors import ConfigError
 from textbox.config.families import is_decoder_only
 from textbox.config.loader import Config
 from textbox.data.chat import Layout, encode_examples
 from textbox.data.parallel import encode_in_order, resolve_processes
-from textbox.data.split import Split
+from textbox.data.streamed import Chunk, ReadSplit, StreamedSplit
 from textbox.tokens.chat import templating
 from textbox.tokens.languages import source_head
 from textbox.utils import checksums
@@ -46,20 +46,21 @@ from textbox.utils.atomic import atomic_directory
 
 if TYPE_CHECKING:
     import datasets
+    import pyarrow
     from transformers import PreTrainedTokenizerBase
 
-CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
+CACHE_LAYOUT_VERSION = 4  # 4: one Arrow IPC stream file, written batch by batch; bump when the tokenised layout changes, so that older entries stop matching
 BATCH_SIZE = 1000
 COLUMNS = ("input_ids", "labels")
 CHAT_COLUMNS = ("input_ids", "labels", "prompt_labels")  # prompt_labels: earlier assistant turns' (textbox.data.chat)
+DATA_FILE = "data.arrow"  # an entry's rows: an Arrow IPC stream, memory-mapped when read
 RECORD = "textbox_checksums.json"  # an entry's files, their sizes and checksums: written last (textbox.utils.checksums)
 
 
-def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrainedTokenizerBase,
+def tokenize_splits(config: Config, splits: Mapping[str, ReadSplit], tokenizer: PreTrainedTokenizerBase,
                     log: Callable[[str], None] = print) -> dict[str, "datasets.Dataset"]:
-    """Tokenise every split (example order kept), loading each from the cache when it is there."""
-    import datasets
-
+    """Tokenise every split (example order kept), loading each from the cache when it is there; an entry is
+    memory-mapped, never read whole."""
     tokenizer_digest = tokenizer_fingerprint(tokenizer)
     head = source_head(tokenizer, config)  # a Marian target language token, or nothing
     templated = uses_chat_template(config, tokenizer)
@@ -72,10 +73,10 @@ def tokenize_splits(config: Config, splits: dict[str, Split], tokenizer: PreTrai
         cached = _cached(path, split, log, templated)
         if cached is None:
             with atomic_directory(path) as staging:
-                _tokenize(config, split, tokenizer, head, path.name, templated).save_to_disk(str(staging))
+                _write(staging / DATA_FILE, *_tokenize(config, split, tokenizer, head, templated))
                 checksums.write_record(staging, RECORD)
             log(f"tokenized {name} ({len(split)} examples) into cache {path}")
-            cached = datasets.load_from_disk(str(path))
+            cached = _load(path)
         tokenized[name] = cached
     return tokenized
 
@@ -85,14 +86,12 @@ def uses_chat_template(config: Config, tokenizer: PreTrainedTokenizerBase) -> bo
     return decoder_only(config) and templating(config, tokenizer)
 
 
-def _cached(path: Path, split: Split, log: Callable[[str], None],
+def _cached(path: Path, split: ReadSplit, log: Callable[[str], None],
             templated: bool = False) -> "datasets.Dataset | None":
     """The cache entry at ``path`` when it is there and whole: its files hold the bytes written, it loads, with its
     two columns and one row per example. A damaged one (a truncated, missing or overwritten file, as a failing disk
     or a partial copy leaves it) is reported and None returned, so that it is rebuilt instead of failing every later
     run or training on other token ids."""
-    import datasets
-
     if not path.is_dir():
         return None
     damage = checksums.damage_of(path, RECORD)
@@ -100,7 +99,7 @@ def _cached(path: Path, split: Split, log: Callable[[str], None],
         log(f"the tokenized cache entry {path} is damaged ({damage}); tokenizing again")
         return None
     try:
-        data = datasets.load_from_disk(str(path))
+        data = _load(path)
     except (OSError, ValueError) as error:  # what pyarrow and datasets raise for missing or unreadable files
         log(f"the tokenized cache entry {path} is damaged ({type(error).__name__}: {error}); tokenizing again")
         return None
@@ -111,6 +110,22 @@ def _cached(path: Path, split: Split, log: Callable[[str], None],
         return None
     log(f"loaded tokenized {split.name} from cache {path}")
     return data
+
+
+def _load(path: Path) -> "datasets.Dataset":
+    """The entry at ``path``, memory-mapped: its rows are read from the page cache as batches draw them."""
+    import datasets
+
+    return datasets.Dataset.from_file(str(path / DATA_FILE))
+
+
+def _write(path: Path, schema: "pyarrow.Schema", batches: Iterable["pyarrow.RecordBatch"]) -> None:
+    """``batches`` into an Arrow IPC stream file at ``path``, each written as it comes (never all held)."""
+    import pyarrow
+
+    with pyarrow.OSFile(str(path), "wb") as sink, pyarrow.ipc.new_stream(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
 
 
 def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
@@ -134,22 +149,26 @@ def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
     return hasher.hexdigest()
 
 
-def cache_key(config: Config, split: Split, tokenizer_digest: str, head: Sequence[int] = (),
+def cache_key(config: Config, split: ReadSplit, tokenizer_digest: str, head: Sequence[int] = (),
               templated: bool = False) -> str:
     """A digest of everything the tokenised split depends on (only the first reference is tokenised); ``head``:
-    the ids every source starts with (textbox.tokens.languages.source_head)."""
-    recipe = {
+    the ids every source starts with (textbox.tokens.languages.source_head). A streamed split is named by its
+    files' digest (its text is not read), an in-memory one by its text."""
+    recipe: dict[str, object] = {
         "layout": CACHE_LAYOUT_VERSION,
         "tokenizer": tokenizer_digest,
         "libraries": library_versions(),
         "settings": [config.src_len, config.tgt_len, config.truncate, config.prefix_prompt, config.suffix_prompt],
-        "sources": split.sources,
-        "targets": [references[0] for references in split.targets],
     }
+    if isinstance(split, StreamedSplit):
+        recipe["files"] = split.digest
+    else:
+        recipe.update(sources=split.sources, targets=[references[0] for references in split.targets])
     if decoder_only(config):  # only then, so that the keys of encoder-decoder entries stay as they were
         recipe["target_layout"] = "text+eos"
     if templated:  # the template itself is in the tokenizer's files (tokenizer_digest)
-        recipe["chat"] = {"system_prompt": config.system_prompt, "contexts": split.contexts}
+        recipe["chat"] = {"system_prompt": config.system_prompt,
+                          "contexts": None if isinstance(split, StreamedSplit) else split.contexts}
     if head:  # a Marian target language token (the others' languages are in the tokenizer's files)
         recipe["source_head"] = list(head)
     return hashlib.sha256(json.dumps(recipe, ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
@@ -161,21 +180,22 @@ def library_versions() -> list[str]:
     return [f"{name} {importlib.metadata.version(name)}" for name in ("tokenizers", "transformers")]
 
 
-def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, head: list[int],
-              fingerprint: str, templated: bool = False) -> "datasets.Dataset":
-    """The split's columns, encoded BATCH_SIZE examples at a time on ``num_proc`` processes (textbox.data.parallel:
-    the same ids whatever their number), with a progress bar."""
+def _tokenize(config: Config, split: ReadSplit, tokenizer: PreTrainedTokenizerBase, head: list[int],
+              templated: bool = False) -> tuple["pyarrow.Schema", Iterator["pyarrow.RecordBatch"]]:
+    """The split's columns as a schema and its record batches, encoded BATCH_SIZE examples at a time as they are
+    read (on ``num_proc`` processes, textbox.data.parallel: the same ids whatever their number), with a progress
+    bar."""
     import datasets
     import pyarrow
 
+    names = CHAT_COLUMNS if templated else COLUMNS
+    schema = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in names}).arrow_schema
     if templated:
-        return _tokenize_chat(config, split, tokenizer)
-    features = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in COLUMNS})
-    schema = features.arrow_schema
+        return schema, _chat_batches(config, split, tokenizer, schema)
     prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
     lm_targets = decoder_only(config)
 
-    def encode(chunk: tuple[list[str], list[str]]) -> pyarrow.RecordBatch:
+    def encode(chunk: Chunk) -> pyarrow.RecordBatch:
         sources, targets = chunk
         input_ids = encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len", prefix, suffix,
                                   head=head)
@@ -183,24 +203,33 @@ def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, 
                   else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
         return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=schema)
 
-    targets = [references[0] for references in split.targets]
-    chunks = [(split.sources[start:start + BATCH_SIZE], targets[start:start + BATCH_SIZE])
-              for start in range(0, len(split), BATCH_SIZE)]
-    batches = list(encode_in_order(encode, chunks, resolve_processes(config.num_proc), len(split),
-                                   f"tokenizing {split.name}"))
-    table = pyarrow.Table.from_batches(batches, schema=schema)
-    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features), fingerprint=fingerprint)
+    processes = min(resolve_processes(config.num_proc), -(-len(split) // BATCH_SIZE))
+    return schema, encode_in_order(encode, _chunks(split), processes, len(split), f"tokenizing {split.name}")
 
 
-def _tokenize_chat(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase) -> "datasets.Dataset":
-    """input_ids, labels and prompt_labels of examples rendered through the chat template (textbox.data.chat)."""
-    import datasets
+def _chunks(split: ReadSplit) -> Iterator[Chunk]:
+    """(sources, first references) of BATCH_SIZE examples at a time, in order."""
+    if isinstance(split, StreamedSplit):
+        yield from split.chunks(BATCH_SIZE)
+        return
+    for start in range(0, len(split), BATCH_SIZE):
+        yield (split.sources[start:start + BATCH_SIZE],
+               [references[0] for references in split.targets[start:start + BATCH_SIZE]])
+
+
+def _chat_batches(config: Config, split: ReadSplit, tokenizer: PreTrainedTokenizerBase,
+                  schema: "pyarrow.Schema") -> Iterator["pyarrow.RecordBatch"]:
+    """input_ids, labels and prompt_labels of examples rendered through the chat template (textbox.data.chat), in
+    one process."""
+    import pyarrow
 
     layout = Layout(config.system_prompt, config.prefix_prompt or "", config.suffix_prompt or "")
-    columns = encode_examples(tokenizer, split.sources, [references[0] for references in split.targets],
-                              split.contexts, layout, config.src_len, config.tgt_len, config.truncate)
-    features = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in CHAT_COLUMNS})
-    return datasets.Dataset.from_dict(columns, features=features)
+    contexts = None if isinstance(split, StreamedSplit) else split.contexts
+    for start, (sources, targets) in zip(range(0, len(split), BATCH_SIZE), _chunks(split)):
+        columns = encode_examples(tokenizer, sources, targets,
+                                  None if contexts is None else contexts[start:start + BATCH_SIZE], layout,
+                                  config.src_len, config.tgt_len, config.truncate)
+        yield pyarrow.RecordBatch.from_pydict(columns, schema=schema)
 
 
 def decoder_only(config: Config) -> bool:

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 from textbox.config.argv import parse_argv
 from textbox.config.errors import ConfigError, DataError, TextBoxUserError
 from textbox.config.schema import DEFAULTS, SCHEMA
-from textbox.data.readers import parse_references, read_lines
+from textbox.data.lines import parse_references, read_lines
 from textbox.evaluator.metrics.registry import MetricReport, compute_metrics, describe_metrics, metric_problems
 from textbox.utils.pipes import SIGPIPE_EXIT_CODE, stop_quietly  # noqa: F401 (SIGPIPE_EXIT_CODE: its old home)
 from textbox.utils.suggest import suggest

@@ -11,7 +11,7 @@ another tokenizer's spelling, textbox.tokens.languages). Nothing heavy is import
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from textbox.config import Config
 
@@ -22,15 +22,20 @@ if TYPE_CHECKING:
 
 
 class TrainingTexts(Protocol):
-    """What builders read from the training split (textbox.data.split.Split is one; model/ does not import data/):
-    models that train their own tokenizer train it on these texts. Read-only: a Split's list[str] fits
-    Sequence[str] only where nothing may be written through the protocol."""
+    """What builders read from the training split (textbox.data.split.Split and textbox.data.streamed.StreamedSplit
+    are ones; model/ does not import data/): models that train their own tokenizer train it on these texts. A
+    streamed split is read from its files as its texts are drawn, and names its content by ``digest`` without
+    reading it; an in-memory split has no digest (None: its texts name it)."""
+
+    def __len__(self) -> int: ...
+
+    def tokenizer_texts(self, indices: Sequence[int] | None = None) -> Iterable[str]:
+        """Position i < len is source i, len + i is target i's first reference; ``indices`` (ascending) picks
+        some, None all."""
+        ...
 
     @property
-    def sources(self) -> Sequence[str]: ...
-
-    @property
-    def targets(self) -> Sequence[Sequence[str]]: ...
+    def digest(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from textbox.config.family_keys import config_settings
 from textbox.model.loading import (from_pretrained, load_config, load_model, load_tokenizer,
                                    refused_settings, reject_unknown_config_kwargs, set_generation_length)
 from textbox.model.built_model import BuiltModel, TrainingTexts
-from textbox.model.tokenizer import tokenizer_texts, train_bpe_tokenizer
+from textbox.model.tokenizer import split_tokenizer
 from textbox.utils.logging import get_logger
 
 if TYPE_CHECKING:
@@ -70,9 +70,8 @@ def new_model_tokenizer(config: Config, train_split: TrainingTexts) -> PreTraine
         # the family yaml's BPE settings describe the trained BPE: only the settings the user gave apply
         return load_tokenizer(config.tokenizer_path, config_settings(config, "tokenizer_kwargs"),
                               named_by="--tokenizer_path")
-    return train_bpe_tokenizer(tokenizer_texts(train_split), **_tokenizer_settings(config),
-                               cache_dir=config.cache_dir, log=get_logger().info,
-                               sample=config.tokenizer_train_sample, seed=config.seed)
+    return split_tokenizer(train_split, **_tokenizer_settings(config), cache_dir=config.cache_dir,
+                           log=get_logger().info, sample=config.tokenizer_train_sample, seed=config.seed)
 
 
 def check_tokenizer_facts(settings: Mapping[str, object], tokenizer: PreTrainedTokenizerBase) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textbox.config import Config, DataError
-from textbox.data.readers import read_lines
+from textbox.data.lines import read_lines
 from textbox.data.chat import Layout, encode_prompts
 from textbox.data.tokenize import encode_within, uses_chat_template
 from textbox.evaluator.evaluator import Evaluator

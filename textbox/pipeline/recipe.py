@@ -14,7 +14,7 @@ import shutil
 import time
 import dataclasses
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 import datasets
 import torch
@@ -29,6 +29,7 @@ from textbox.config.launcher import agreed_launch
 from textbox.data.collate import make_collator
 from textbox.data.readers import read_source_only_splits, read_splits
 from textbox.data.split import Split
+from textbox.data.streamed import ReadSplit, StreamedSplit
 from textbox.data import shots
 from textbox.data.tokenize import tokenize_splits, uses_chat_template
 from textbox.evaluator.eval_report import EvalSet
@@ -181,7 +182,7 @@ class Built(NamedTuple):
     """What a run is built from, before its run directory exists: a bad path or checkpoint fails while building,
     with nothing written."""
 
-    splits: dict[str, Split]  # raw text: the metrics need the references
+    splits: dict[str, Split]  # valid/test raw text, the metrics need the references (not train's: it may be streamed)
     model: torch.nn.Module
     tokenizer: PreTrainedTokenizerBase
     tokenized: dict[str, datasets.Dataset]
@@ -201,10 +202,11 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
                                         ("valid", config.do_train and config.do_valid), ("test", testing)) if needed]
 
     def build_once() -> Built:
+        splits: Mapping[str, ReadSplit]
         if config.pretrain_task == "denoising":  # train.src (and valid.src) alone, noised on the fly
             splits = read_source_only_splits(config, wanted, log=logger.info)
         else:
-            splits = read_splits(config, wanted, log=logger.info)
+            splits = read_splits(config, wanted, logger.info, stream=True)
         for name, split in splits.items():
             logger.info(f"{name}: {len(split)} examples")
         record = build_model(config, splits.get("train") if config.do_train else None, logger)  # a BuiltModel
@@ -212,18 +214,33 @@ def build(config: Config, accelerator: Accelerator, logger: logging.Logger) -> B
         # the run's generation settings in its checkpoints' generation_config.json (textbox.model.run_generation)
         record_run_generation(inner_model(record.model), generation_settings(fitted.generation_kwargs,
                                                                              fitted.tgt_len), logger.warning)
+        evaluated = _evaluated(splits)
         demonstrations, read = "", splits
         if shot_testing:  # the test sources tokenised with their demonstrations; scored against the same references
-            prompted = shots.with_demonstrations(fitted, record.tokenizer, splits["train"], splits["test"],
+            train = splits["train"]  # the demonstration pool: every text at hand (a streamed split read whole)
+            pool = train.materialised() if isinstance(train, StreamedSplit) else train
+            prompted = shots.with_demonstrations(fitted, record.tokenizer, pool, evaluated["test"],
                                                  uses_chat_template(fitted, record.tokenizer), logger.info)
-            demonstrations = shots.records(splits["train"], splits["test"], prompted)
+            demonstrations = shots.records(pool, evaluated["test"], prompted)
             splits = {name: split for name, split in splits.items() if name != "train" or config.do_train}
             read = {**splits, "test": prompted.split}
         tokenized = tokenize_splits(fitted, read, record.tokenizer, logger.info)
-        return Built(splits, record.model, record.tokenizer, tokenized, fitted, record.efficient,
+        return Built(evaluated, record.model, record.tokenizer, tokenized, fitted, record.efficient,
                      record.fitting.record() if record.fitting is not None else {}, demonstrations)
 
     return main_process_first(accelerator, build_once)
+
+
+def _evaluated(splits: Mapping[str, ReadSplit]) -> dict[str, Split]:
+    """The valid and test splits, in memory (read_splits streams the train split alone): the metrics read their
+    references."""
+    evaluated = {}
+    for name, split in splits.items():
+        if name != "train":
+            if not isinstance(split, Split):
+                raise AssertionError(f"read_splits streams only the train split, not {name}")
+            evaluated[name] = split
+    return evaluated
 
 
 def _open_run_directory(run: RunContext, demonstrations: str = "") -> None:

@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 
 from tests.helpers import offline_env
-from textbox.data.readers import parse_references, read_lines
+from textbox.data.lines import parse_references, read_lines
 from textbox.evaluator.score_files import main
 from textbox.evaluator.metrics import compute_metrics
 
