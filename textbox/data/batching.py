@@ -143,7 +143,8 @@ class ShuffledBatchSampler:
         return list(self)
 
     def __iter__(self) -> Iterator[list[int]]:
-        order, count = self.sampler.rng().permutation(self.sampler.count), self.sampler.count  # EpochOrder's order
+        count = self.sampler.count  # EpochOrder's order, as int32 (the same permutation as of range(count))
+        order = self.sampler.rng().permutation(np.arange(count, dtype=np.int32))
         batches = (order[start:start + self.size].tolist() for start in range(0, count, self.size))
         return _rounded_up(batches, -(-count // self.size), count, self.num_processes)
 

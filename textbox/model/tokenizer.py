@@ -52,13 +52,14 @@ def split_tokenizer(train_split: TrainingTexts, vocab_size: int, min_frequency: 
         return train_bpe_tokenizer(list(train_split.tokenizer_texts()), vocab_size, min_frequency, cache_dir, log,
                                    sample, seed)
     count = 2 * len(train_split)
-    indices = sample_indices(count, sample, seed)
-    drawn = count if indices is None else len(indices)
+    drawn = count if sample is None else min(sample, count)
     _log_sample(log, drawn, count, seed)
     name = hashlib.sha256(json.dumps([vocab_size, min_frequency, SPECIAL_TOKENS, "files", train_split.digest, count,
-                                      None if indices is None else [sample, seed]]).encode()).hexdigest()[:16]
-    return _cached_or_trained(Path(cache_dir) / "tokenizers" / name, lambda: train_split.tokenizer_texts(indices),
-                              drawn, vocab_size, min_frequency, log)
+                                      None if drawn == count else [sample, seed]]).encode()).hexdigest()[:16]
+    # the positions are drawn only to train (a cached rerun skips them: 1M positions held ~35 MB while drawn)
+    return _cached_or_trained(Path(cache_dir) / "tokenizers" / name,
+                              lambda: train_split.tokenizer_texts(sample_indices(count, sample, seed)), drawn,
+                              vocab_size, min_frequency, log)
 
 
 def train_bpe_tokenizer(texts: Sequence[str], vocab_size: int, min_frequency: int, cache_dir: str | Path,
