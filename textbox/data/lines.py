@@ -106,7 +106,7 @@ def empty_source(source: object, where: str) -> DataError:
     return DataError(f"{where}: the source is empty or not text ({source!r:.60}); every example needs one")
 
 
-def references(target: object, where: str) -> list[str]:
+def target_references(target: object, where: str) -> list[str]:
     """A target as a list of references: a list (json, parquet), or a text read by ``parse_references``."""
     found = parse_references(target) if isinstance(target, str) else target
     if not isinstance(found, (list, tuple)) or not found or \

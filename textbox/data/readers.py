@@ -18,7 +18,7 @@ from textbox.config.schema import DEFAULTS
 from textbox.data import catalogue
 from textbox.data.builtin import BUILTIN_DATASETS, ensure_builtin
 from textbox.data.instructions import instruction_file, read_alpaca, read_messages
-from textbox.data.lines import dataset_file, empty_source, read_lines, references, same_line_counts
+from textbox.data.lines import dataset_file, empty_source, read_lines, same_line_counts, target_references
 from textbox.data.split import Split
 from textbox.data.streamed import ReadSplit, StreamedSplit
 from textbox.data.tables import RawSplit, columns, read_disk, read_hub
@@ -300,7 +300,7 @@ def _check(name: str, raw: RawSplit) -> Split:
     for i, (source, target) in enumerate(zip(raw.sources, raw.targets)):
         if not isinstance(source, str) or not source.strip():
             raise empty_source(source, raw.locate_source(i))
-        found = references(target, raw.locate_target(i))
+        found = target_references(target, raw.locate_target(i))
         sources.append(source)
         targets.append(found[:1] if name == "train" else found)
     return Split(name, sources, targets)

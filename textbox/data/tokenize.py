@@ -16,13 +16,15 @@ the source is encoded as for any other model, within ``src_len``. With a chat te
 when) a decoder-only model's example is rendered through it instead (textbox.data.chat), and has a third column,
 ``prompt_labels``.
 
-The cache key covers everything the result depends on: the split's text, the tokenizer's saved files and the
+The cache key covers everything the result depends on: the split's text (a streamed train split's: its files'
+digest, textbox.data.streamed), the tokenizer's saved files and the
 releases of tokenizers and transformers that apply them, src_len, tgt_len, truncate, the prompts and the target
 layout (decoder-only or not); not the number of processes that tokenise (``num_proc``, textbox.data.parallel),
 which give the ids of one process. Entries are written atomically, so several processes (or a killed one) never
 leave a partial entry behind, and checked when read against the sizes and checksums of their files recorded when written
 (textbox.utils.checksums): a damaged one (a file cut short, missing or overwritten in place, no record) is named in
-the log and tokenised again.
+the log and tokenised again. An entry is one Arrow IPC stream file, written batch by batch as examples are encoded
+and memory-mapped when read, so that neither tokenising nor loading holds a split's ids in memory.
 """
 from __future__ import annotations
 
