@@ -178,15 +178,14 @@ def test_a_full_disk_while_writing_a_cache_is_one_error_line(tmp_path: Path, cap
     (it was a traceback), and leaves no partial cache entry."""
     import errno
 
-    import datasets
-
     from tests.helpers import TINY_MODEL_ARGS, make_copy_dataset, run_in_process
+    from textbox.data import tokenize
 
-    def full(self, path, *args, **kwargs):
-        (Path(path) / "data-00000-of-00001.arrow").write_bytes(b"half")
+    def full(path, *args, **kwargs):
+        Path(path).write_bytes(b"half")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(datasets.Dataset, "save_to_disk", full)
+    monkeypatch.setattr(tokenize, "_write", full)
     data = make_copy_dataset(tmp_path / "copy")
     args = [*TINY_MODEL_ARGS, f"--data_path={data}", f"--saved_dir={tmp_path / 'saved'}", "--filename=run"]
     assert run_in_process(args, tmp_path) == 1
