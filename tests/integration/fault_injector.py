@@ -66,14 +66,14 @@ def staging_is(name: str) -> Callable[[Path], bool]:
 
 def install(stage: str, setattr_: Setattr) -> None:
     patch = patcher(setattr_)
-    if stage == "reading":  # the train split's source file cannot be read
-        patch(pathlib.Path, "read_bytes", lambda self: self.name == "train.src",
-              lambda self: PermissionError(errno.EACCES, "Permission denied (injected)", str(self)))
+    if stage == "reading":  # the train split's source file cannot be read (whole, or streamed: textbox.data.lines)
+        denied = lambda self, *a, **k: PermissionError(errno.EACCES, "Permission denied (injected)", str(self))  # noqa: E731
+        patch(pathlib.Path, "read_bytes", lambda self: self.name == "train.src", denied)
+        patch(pathlib.Path, "open", lambda self, *a, **k: self.name == "train.src", denied)
     elif stage == "tokenising":  # the tokenised train split cannot be written to the cache
-        import datasets
+        from textbox.data import tokenize
 
-        patch(datasets.Dataset, "save_to_disk", on_call(1),
-              half_written(lambda self, path, *a, **k: Path(path), "data-00000-of-00001.arrow"))
+        patch(tokenize, "_write", on_call(1), half_written(lambda path, *a, **k: Path(path).parent, "data.arrow"))
     elif stage == "building":  # the model cannot be built (a library's or the device's failure)
         from textbox.pipeline import recipe
 

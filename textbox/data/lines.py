@@ -50,7 +50,7 @@ def stream_lines(path: Path) -> Iterator[str]:
     """``read_lines(path)``'s lines one at a time, read as they are needed: the same lines and the same errors
     (a line that is not UTF-8 is found when it is reached)."""
     try:
-        handle = open(path, "rb")
+        handle = Path(path).open("rb")
     except OSError as error:
         raise _unreadable(str(path), error) from error
     with handle:
@@ -75,7 +75,7 @@ def count_lines(path: Path) -> int:
     """How many lines ``read_lines(path)`` holds, counted in chunks (the file is never held whole)."""
     count, last = 0, b"\n"
     try:
-        with open(path, "rb") as handle:
+        with Path(path).open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 count += chunk.count(b"\n")
                 last = chunk[-1:]
