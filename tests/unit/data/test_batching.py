@@ -247,3 +247,16 @@ def test_a_training_filler_is_its_example_with_every_target_token_ignored():
     assert examples.__getitems__([1, 2, 3]) == [{"input_ids": [3], "labels": [6]},
                                               {"input_ids": [1, 2], "labels": [-100, -100]},
                                               {"input_ids": [3], "labels": [-100]}]
+
+
+def test_shuffled_batches_are_the_epoch_order_cut_in_turn():
+    """Batches are cut as they are drawn from the epoch's order held as an int32 array: the order EpochOrder gives
+    (that of a resumed run), every example once, fillers last."""
+    from textbox.data.batching import ShuffledBatchSampler
+
+    sampler = ShuffledBatchSampler(1003, 10, seed=5, num_processes=3)
+    sampler.set_epoch(2)
+    batches = list(sampler)
+    assert [index for batch in batches[:101] for index in batch] == list(sampler.sampler)
+    assert len(batches) == len(sampler) == 102 and batches[101] == [1003 + index for index in batches[0]]
+    assert all(type(index) is int for batch in batches for index in batch)
