@@ -261,8 +261,8 @@ def git_revision() -> str:
 def summary(row: dict[str, Any]) -> str:
     first = "never" if row["first_step_s"] is None else f"{row['first_step_s']:.1f} s"
     text = (f"  exit {row['returncode']}, wall {row['wall_s']:.1f} s, CPU {row['cpu_s']:.1f} s, peak RSS "
-            f"{gb(row['peak_rss_bytes'])} ({row['peak_processes']} processes), first step at {first}, load "
-            f"{row['load_before'][0]:.1f} -> {row['load_after'][0]:.1f}")
+            f"{gb(row['peak_rss_bytes'])} ({row['peak_processes']} processes at the peak), first step at {first}, "
+            f"load {row['load_before'][0]:.1f} -> {row['load_after'][0]:.1f}")
     if "cgroup" in row:
         cgroup = row["cgroup"]
         text += (f"; cgroup limit {gb(cgroup['limit_bytes'])}, max usage {gb(cgroup['max_usage_bytes'])}, "

@@ -89,6 +89,7 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     order = torch.randperm(len(sources), generator=torch.Generator().manual_seed(args.seed)).tolist()
     model.train()
+    training = time.perf_counter()
     for step in range(args.steps):
         rows = order[step * args.batch_size:(step + 1) * args.batch_size]
         inputs = padded([sources[row]["ids"] for row in rows], pad=1)
@@ -99,7 +100,8 @@ def main() -> None:
         optimizer.zero_grad()
         if step == 0:
             print(f"first_step_end {time.time():.3f}", flush=True)
-    print(f"done: {args.steps} steps, last loss {loss.item():.4f}", flush=True)
+    print(f"done: {args.steps} steps in {time.perf_counter() - training:.1f} s, last loss {loss.item():.4f}",
+          flush=True)
 
 
 def padded(rows: list[list[int]], pad: int) -> "object":

@@ -28,7 +28,7 @@ class Measured:
     wall_s: float
     cpu_s: float
     peak_rss_bytes: int
-    peak_processes: int
+    peak_processes: int  # processes in the tree at the peak
     cgroup: dict[str, Any] = field(default_factory=dict)  # the memory cgroup's figures, when run under one
 
 
@@ -49,7 +49,8 @@ def measure(command: list[str], env: dict[str, str], output: Path, interval: flo
             root = psutil.Process(process.pid)
             while process.poll() is None:
                 rss, processes = _tree_rss(root)
-                peak_rss, peak_processes = max(peak_rss, rss), max(peak_processes, processes)
+                if rss > peak_rss:
+                    peak_rss, peak_processes = rss, processes
                 time.sleep(interval)
             wall = time.perf_counter() - clock
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
