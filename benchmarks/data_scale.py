@@ -84,9 +84,12 @@ def parse_args() -> argparse.Namespace:
 
 def sizes(text: str) -> list[int]:
     try:
-        return [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+        counts = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of pair counts") from None
+        counts = [0]
+    if any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of pair counts (each at least 1)")
+    return counts
 
 
 def choices(allowed: tuple[str, ...]) -> Any:
@@ -95,7 +98,7 @@ def choices(allowed: tuple[str, ...]) -> Any:
         unknown = [part for part in chosen if part not in allowed]
         if unknown or not chosen:
             raise argparse.ArgumentTypeError(f"{text!r}: choose from {','.join(allowed)}")
-        return chosen
+        return [name for name in allowed if name in chosen]  # in their own order: a rerun after its first run
     return parse
 
 
@@ -111,9 +114,11 @@ def byte_size(text: str) -> int:
 
 def corpus(data: Path, workdir: Path, pairs: int, seed: int) -> Path:
     """``pairs`` training pairs of ``data`` (blocks of all its pairs, each block shuffled with its own seed) and its
-    valid/test, under ``workdir``/corpora; built once (a DONE file marks a whole one), reused after."""
+    valid/test, under ``workdir``/corpora; built once (its DONE file, written last, says what from), reused by any
+    later invocation asking the same."""
     target = workdir / "corpora" / f"pairs_{pairs}"
-    if (target / "DONE").exists():
+    made_of = f"{pairs} pairs of {data.resolve()}, seed {seed}\n"
+    if read(target / "DONE") == made_of:
         return target
     sources = (data / "train.src").read_text(encoding="utf-8").splitlines()
     targets = (data / "train.tgt").read_text(encoding="utf-8").splitlines()
@@ -135,7 +140,7 @@ def corpus(data: Path, workdir: Path, pairs: int, seed: int) -> Path:
     for split in ("valid", "test"):
         for side in ("src", "tgt"):
             shutil.copyfile(data / f"{split}.{side}", building / f"{split}.{side}")
-    (building / "DONE").write_text(f"{pairs} pairs of {data}, seed {seed}\n")
+    (building / "DONE").write_text(made_of)
     shutil.rmtree(target, ignore_errors=True)
     building.rename(target)
     return target
@@ -364,8 +369,14 @@ def main() -> int:
         print(f"error: --data={args.data} has no train.src and train.tgt; give a plain-text dataset directory",
               file=sys.stderr)
         return 2
+    try:
+        shlex.split(args.ours_args)
+    except ValueError as error:
+        print(f"error: --ours_args={args.ours_args!r} cannot be split as a shell would ({error}); check its quotes",
+              file=sys.stderr)
+        return 2
     missing = [f"{system}-{pairs}" for system in args.systems for pairs in args.sizes
-               if args.runs == ["rerun"] and not (args.workdir / "cache" / f"{system}-{pairs}").is_dir()]
+               if "first" not in args.runs and not (args.workdir / "cache" / f"{system}-{pairs}").is_dir()]
     if missing:
         print(f"error: --runs=rerun needs the cache a first run left in {args.workdir}/cache, and "
               f"{', '.join(missing)} has none; add first to --runs", file=sys.stderr)

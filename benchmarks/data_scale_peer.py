@@ -17,11 +17,12 @@ import argparse
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, BART's (and the framework's BPE)
 
 
-def tokenizer_for(data: Path, cache: Path) -> "object":
+def tokenizer_for(data: Path, cache: Path) -> Any:
     """The saved tokenizer, or one trained on every line of both training files (then saved)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -41,16 +42,16 @@ def tokenizer_for(data: Path, cache: Path) -> "object":
     return Tokenizer.from_file(str(path))
 
 
-def tokenised(data: Path, cache: Path, name: str, max_length: int, num_proc: int) -> "object":
+def tokenised(data: Path, cache: Path, name: str, max_length: int, num_proc: int) -> Any:
     import datasets
 
     tokenizer = tokenizer_for(data, cache)
-    tokenizer.enable_truncation(max_length)  # type: ignore[attr-defined]
+    tokenizer.enable_truncation(max_length)
     table = datasets.load_dataset("text", data_files={"train": str(data / f"train.{name}")},
                                   cache_dir=str(cache / "datasets"))["train"]
 
     def encode(batch: dict) -> dict:
-        return {"ids": [encoding.ids for encoding in tokenizer.encode_batch(batch["text"])]}  # type: ignore
+        return {"ids": [encoding.ids for encoding in tokenizer.encode_batch(batch["text"])]}
 
     return table.map(encode, batched=True, num_proc=num_proc, remove_columns=["text"])
 
@@ -104,7 +105,7 @@ def main() -> None:
           flush=True)
 
 
-def padded(rows: list[list[int]], pad: int) -> "object":
+def padded(rows: list[list[int]], pad: int) -> Any:
     import torch
 
     width = max(len(row) for row in rows)
