@@ -6,7 +6,8 @@ Corpora: multi30k's training pairs (--data) repeated in blocks, each block shuff
 train/valid/test.src/.tgt under --workdir (never in the repository; valid and test are the dataset's own) and reused
 by later invocations. Ours: `python run_textbox.py` on that directory with the from-scratch transformer at d_model
 32 (2+2 layers, ffn 128: the data path is what costs), --max_steps=20, no validation or test, --logging_steps=1; the
-first run gets a fresh --cache_dir per size, the rerun the same one; --ours_args are appended (later wins). Peer: a
+first run gets a fresh --cache_dir per size, the rerun the same one; --ours_args are appended (later wins). Both
+systems' torch runs on --threads threads (default 1: the steps stay cheap and steady on a shared machine). Peer: a
 byte-level BPE trained by `tokenizers` on every text, `datasets.load_dataset('text')` + `.map(batched=True,
 num_proc=2)`, 20 steps of the same model shape in a plain torch loop; its rerun reuses the saved tokenizer and
 datasets' cache.
@@ -70,6 +71,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=choices(RUNS), default=list(RUNS),
                         help="first (an empty cache) and/or rerun (the cache the first run of that size left)")
     parser.add_argument("--ours_args", default="", help="more run_textbox.py keys, e.g. '--num_proc=1'")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch's threads in both systems (OMP_NUM_THREADS; 0 leaves torch's default, a thread "
+                             "per core): on a loaded 2-core machine 2 threads ran the 20 d=32 steps 10x slower than "
+                             "one (36.5 s against 3.7 s), drowning the data path's figures")
     parser.add_argument("--peer_num_proc", type=int, default=2, help="the peer's .map(num_proc=...)")
     parser.add_argument("--memory_limit", type=byte_size, default=None,
                         help="add the larger-than-RAM row: ours under a memory cgroup of this size (e.g. 1.5G)")
@@ -199,6 +204,8 @@ class Bench:
         self.revision = git_revision()
         self.extra = shlex.split(args.ours_args)
         self.env = {**START_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TQDM_DISABLE": "1"}
+        if args.threads:
+            self.env["OMP_NUM_THREADS"] = str(args.threads)
         for folder in ("logs", "saved", "cache"):
             (args.workdir / folder).mkdir(parents=True, exist_ok=True)
 
@@ -234,6 +241,7 @@ class Bench:
         return {"invocation": self.invocation, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "revision": self.revision, "command": self.command, "child_command": shlex.join(command),
                 "system": system, "pairs": pairs, "run": run, "ours_args": self.args.ours_args,
+                "torch_threads": self.args.threads or "default",
                 "returncode": measured.returncode, "wall_s": round(measured.wall_s, 2),
                 "cpu_s": round(measured.cpu_s, 2), "peak_rss_bytes": measured.peak_rss_bytes,
                 "peak_processes": measured.peak_processes,
@@ -305,7 +313,7 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 def invocation_table(rows: list[dict[str, Any]]) -> list[str]:
     head = rows[0]
-    lines = [f"`{head['command']}` at {head['revision']}, {head['date']}"
+    lines = [f"`{head['command']}` at {head['revision']}, {head['date']}, torch threads: {head['torch_threads']}"
              + (f", ours with `{head['ours_args']}`" if head["ours_args"] else "") + ":", ""]
     measured = [row for row in rows if "cgroup" not in row]
     if measured:
@@ -328,7 +336,8 @@ def invocation_table(rows: list[dict[str, Any]]) -> list[str]:
                       f"cgroup {reached} and {ended} after {row['wall_s']:.0f} s; the cgroup's peak usage "
                       f"{gb(cgroup['max_usage_bytes'])} (page cache included), the limit hit {cgroup['failcnt']} "
                       f"times, {cgroup['oom_kills']} process(es) killed by its OOM killer; peak RSS of the tree "
-                      f"{gb(row['peak_rss_bytes'])}; load {row['load_before'][0]:.1f}-{row['load_after'][0]:.1f}.",
+                      f"{gb(row['peak_rss_bytes'])} (RSS also counts library pages the page cache held before, "
+                      f"charged to other cgroups); load {row['load_before'][0]:.1f}-{row['load_after'][0]:.1f}.",
                       ""]
     return lines
 
