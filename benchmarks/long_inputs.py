@@ -2,19 +2,22 @@
 with gradient checkpointing and with token-budget batches.
 
 The corpus is CNN/DM-shaped and built under /tmp from multi30k's English sentences: every source joins random
-sentences up to --words words (default 950-1150: 1,100-1,300 tokens of the runs' BPE, more than src_len 1024
-holds, as CNN/DM articles often are for BART's 1024; 700-900 words made only 790-1,050 tokens of this BPE, multi30k's
-words being short and common), every target is 3 of its sentences (a highlight-sized summary). The model is the framework's
-from-scratch transformer (BART architecture) at d_model 256, 3+3 layers, ffn 1024, 4 heads, with 1024 learned
-positions at both lengths (one model, so that only the length changes). Each configuration is one
+sentences up to --words words (default 950-1150: 1,050-1,350 tokens of the runs' BPE, more than src_len 1024
+holds, as CNN/DM articles often are for BART's 1024; 700-900 words made only 790-1,050 tokens of this BPE,
+multi30k's words being short and common), every target is 3 of its sentences (a highlight-sized summary). The model
+is the framework's from-scratch transformer (BART architecture) at d_model 256, 3+3 layers, ffn 1024, 4 heads, with
+1024 learned positions at both lengths (one model, so that only the length changes). Each configuration is one
 ``python run_textbox.py`` process training --steps steps (no validation, no test), logging every step:
 
-- step time: the median of the steps after the first --warmup ones (metrics.jsonl's per-step rates);
+- step time: the median of the steps after the first --warmup ones, each from one forward call of the model to the
+  next (the last step is left out), on the wall clock and on the process's CPU clock (which the machine's other work
+  stretches less);
 - peak memory: the process's peak RSS (``wait4``'s ru_maxrss: interpreter, torch and data included), what training
   added to it (that peak less the peak before the first forward call: activations, gradients, optimiser state) and,
   where the run used a GPU, ``torch.cuda.max_memory_allocated()`` read at its exit;
 - tokens per second: real (unpadded) source + target tokens of a step over its time; a source counts
-  min(its length, src_len) tokens (every source here is cut to src_len: the exact count), targets as logged.
+  min(its length, src_len) tokens (every source here is cut to src_len: the exact count), examples and target
+  tokens as metrics.jsonl logs them step by step.
 
 The configurations alternate within each of --repeats rounds (after one untimed round that tokenises and caches
 the data), so a busy minute of the machine hits all of them; figures are medians over the rounds. The load
@@ -43,17 +46,24 @@ TGT_LEN = 128  # CNN/DM's in the catalogue
 SIZE = {"d_model": 256, "encoder_layers": 3, "decoder_layers": 3, "encoder_attention_heads": 4,
         "decoder_attention_heads": 4, "encoder_ffn_dim": 1024, "decoder_ffn_dim": 1024,
         "max_position_embeddings": max(LENGTHS)}
+CORPUS = Path(tempfile.gettempdir()) / "textbox_long_inputs" / "cnndm_shaped"
 MODES = {"plain": "plain", "checkpointing": "`--gradient_checkpointing=True`", "max_tokens": "`--max_tokens={}`"}
 # Run at exit of a configuration's process: the CUDA peak where the run used a GPU (nothing is imported for it).
-# The process that runs one configuration: run_textbox.py, with the peak RSS before the first forward call (the
-# model built, the data loaded) noted by a global hook that removes itself, and the CUDA peak read at exit.
-CHILD = """import atexit, json, resource, runpy, sys
+# The process that runs one configuration: run_textbox.py, with a global hook that removes itself at the first
+# forward call (the model built, the data loaded), noting the peak RSS so far and then timing every forward call of
+# the model it met first (the whole model: one call per training step; checkpointing recomputes layers, not it) on
+# the wall clock and on this process's CPU clock; the CUDA peak is read at exit.
+CHILD = """import atexit, json, resource, runpy, sys, time
 import torch
 out, script = sys.argv[1], sys.argv[2]
-figures = {"rss_before_training_kib": None, "cuda_peak_bytes": None}
+figures = {"rss_before_training_kib": None, "cuda_peak_bytes": None, "forward_starts": []}
+def clock(module, args):
+    figures["forward_starts"].append((time.perf_counter(), time.process_time()))
 def first_forward(module, args):
     figures["rss_before_training_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     handle.remove()
+    module.register_forward_pre_hook(clock)
+    clock(module, args)
 handle = torch.nn.modules.module.register_module_forward_pre_hook(first_forward)
 def report():
     if torch.cuda.is_initialized():
@@ -70,7 +80,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="plain-text dataset whose train.src "
                                                                         "sentences make the corpus")
-    parser.add_argument("--corpus", type=Path, default=Path(tempfile.gettempdir()) / "textbox_long_inputs" / "cnndm_shaped",
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
                         help="where the CNN/DM-shaped corpus is written")
     parser.add_argument("--pairs", type=int, default=400, help="training pairs of the corpus")
     parser.add_argument("--words", type=int, nargs=2, default=(950, 1150), metavar=("LOW", "HIGH"),
@@ -89,8 +99,8 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.max_tokens is None:
         args.max_tokens = args.batch_size * (max(LENGTHS) + TGT_LEN)
-    if args.steps <= args.warmup:
-        parser.error(f"--steps={args.steps} must exceed --warmup={args.warmup}")
+    if args.steps < args.warmup + 2:
+        parser.error(f"--steps={args.steps} must be at least --warmup + 2 (the last step has no end time)")
     return args
 
 
@@ -164,11 +174,18 @@ def run_once(args: argparse.Namespace, src_len: int, mode: str, mean_source: flo
             figures["cuda_peak_mib"] = round(child["cuda_peak_bytes"] / 2 ** 20)
         rows = [row for row in map(json.loads, metrics.read_text().splitlines())
                 if row.get("split") == "train" and "steps_per_s" in row]
-    timed = rows[args.warmup:]
-    seconds = [1 / row["steps_per_s"] for row in timed]
-    examples = [row["examples_per_s"] / row["steps_per_s"] for row in timed]
-    target_tokens = [row["tokens_per_s"] / row["steps_per_s"] for row in timed]
+    starts = child["forward_starts"]
+    if len(starts) != len(rows) or len(rows) != steps:
+        figures["error"] = f"{len(starts)} forward calls and {len(rows)} logged steps for {steps} steps"
+        return figures
+    # step i ran from forward call i to forward call i + 1: the last step has no end and is left out
+    timed = range(args.warmup, steps - 1)
+    seconds = [starts[i + 1][0] - starts[i][0] for i in timed]
+    cpu_seconds = [starts[i + 1][1] - starts[i][1] for i in timed]
+    examples = [rows[i]["examples_per_s"] / rows[i]["steps_per_s"] for i in timed]
+    target_tokens = [rows[i]["tokens_per_s"] / rows[i]["steps_per_s"] for i in timed]
     figures["seconds_per_step"] = median(seconds)
+    figures["cpu_seconds_per_step"] = median(cpu_seconds)
     figures["examples_per_step"] = median(examples)
     figures["tokens_per_s"] = median([(count * mean_source + target) / second
                                       for count, target, second in zip(examples, target_tokens, seconds)])
@@ -185,7 +202,7 @@ def main() -> None:
     mean_source = {src_len: sum(min(length, src_len) for length in lengths) / len(lengths) for src_len in LENGTHS}
     configurations = [(src_len, mode) for src_len in LENGTHS for mode in MODES]
     for src_len in LENGTHS:  # untimed: trains the tokenizer and caches the tokenised splits at this length
-        warm = run_once(args, src_len, "plain", mean_source[src_len], args.warmup + 1)
+        warm = run_once(args, src_len, "plain", mean_source[src_len], args.warmup + 2)
         if "error" in warm:
             raise SystemExit(f"error: the warm-up run at src_len {src_len} failed:\n{warm['error']}")
     runs: dict[str, list[dict[str, Any]]] = {f"{src_len}/{mode}": [] for src_len, mode in configurations}
@@ -216,7 +233,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if failed:
         return {"failed": len(failed), "returncode": failed[0]["returncode"], "error": failed[0]["error"]}
     summary = {key: round(median([row[key] for row in rows]), 3)
-               for key in ("seconds_per_step", "examples_per_step", "tokens_per_s", "peak_rss_mib",
+               for key in ("seconds_per_step", "cpu_seconds_per_step", "examples_per_step", "tokens_per_s",
+                           "peak_rss_mib",
                            "training_rss_mib")}
     if all("cuda_peak_mib" in row for row in rows):
         summary["cuda_peak_mib"] = median([row["cuda_peak_mib"] for row in rows])
@@ -229,11 +247,13 @@ def write_doc(figures: dict[str, Any], command_line: str) -> None:
     memory_key, memory = (("cuda_peak_mib", "CUDA peak (MiB)") if cuda else
                           ("training_rss_mib", "added by training (MiB)"))
     lines = [BEGIN, "", f"Written by `{command_line}` (do not edit by hand). The from-scratch transformer at d_model "
-             f"256, 3+3 layers, ffn 1024, 4 heads, 1024 positions ({figures['parameters'] / 1e6:.1f}M parameters), `--tgt_len={TGT_LEN}`, on "
+             f"256, 3+3 layers, ffn 1024, 4 heads, 1024 positions ({figures['parameters'] / 1e6:.1f}M parameters), "
+             f"`--tgt_len={TGT_LEN}`, on "
              f"{figures['pairs']} CNN/DM-shaped pairs (sources of {figures['words'][0]}-{figures['words'][1]} "
              f"words of multi30k sentences: {tokens['min']}-{tokens['max']} tokens, median {tokens['median']:.0f}, "
              f"{tokens['cut_at_1024']:.0%} cut at 1024; targets 3 of their sentences). Each row: one `run_textbox.py` "
-             f"process per round training {figures['steps']} steps, the first {figures['warmup']} left out; "
+             f"process per round training {figures['steps']} steps, the first {figures['warmup']} and the last left "
+             f"out; "
              f"`--train_batch_size={figures['batch_size']}`, or the token budget `--max_tokens="
              f"{figures['max_tokens']}` at both lengths; {figures['threads']} thread(s); medians over "
              f"{figures['repeats']} rounds, configurations interleaved, on the project's 2-core machine shared with "
@@ -242,23 +262,25 @@ def write_doc(figures: dict[str, Any], command_line: str) -> None:
              f"(activations, gradients, optimiser state)"
              + (", and the CUDA peak `torch.cuda.max_memory_allocated()`" if cuda else "")
              + "; tokens/s counts the real (unpadded) source + target tokens.", "",
-             (f"| src_len | setting | s/step | vs plain | peak RSS (MiB) | {memory} | vs plain | examples/step | "
-              f"tokens/s |"),
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             (f"| src_len | setting | s/step | CPU s/step | vs plain (CPU) | peak RSS (MiB) | {memory} | vs plain | "
+              f"examples/step | tokens/s |"),
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for src_len in LENGTHS:
         plain = configurations[f"{src_len}/plain"]
         for mode, label in MODES.items():
             row = configurations[f"{src_len}/{mode}"]
             label = label.format(figures["max_tokens"])
             if "error" in row or "error" in plain:
-                lines.append(f"| {src_len} | {label} | failed (exit {row.get('returncode', '?')}) | | | | | | |")
+                lines.append(f"| {src_len} | {label} | failed (exit {row.get('returncode', '?')}) | | | | | | | |")
                 continue
-            lines.append(f"| {src_len} | {label} | {row['seconds_per_step']:.2f} | "
-                         f"{row['seconds_per_step'] / plain['seconds_per_step']:.2f}x | {row['peak_rss_mib']:.0f} | "
+            lines.append(f"| {src_len} | {label} | {row['seconds_per_step']:.2f} | {row['cpu_seconds_per_step']:.2f} | "
+                         f"{row['cpu_seconds_per_step'] / plain['cpu_seconds_per_step']:.2f}x | "
+                         f"{row['peak_rss_mib']:.0f} | "
                          f"{row[memory_key]:.0f} | {row[memory_key] / plain[memory_key]:.2f}x | "
                          f"{row['examples_per_step']:.1f} | {row['tokens_per_s']:.0f} |")
-    lines += ["", "*vs plain*: the row's figure over the plain row's at the same src_len (time: above 1 is slower; "
-              "memory: " + ("the CUDA peak" if cuda else "what training added") + ").", "", END]
+    lines += ["", "*vs plain*: the row's figure over the plain row's at the same src_len (CPU time per step: above 1 "
+              "is slower; memory: " + ("the CUDA peak" if cuda else "what training added") + "). Step times run "
+              "from one forward call of the model to the next.", "", END]
     write_doc_block(DOC, BEGIN, END, "\n".join(lines))
 
 
