@@ -135,7 +135,7 @@ def _exit_description(code: int | None) -> str:
         return f"was killed by {signal.Signals(-code).name}"
     if code == 0:  # the pool's workers return only when told to, or when their initializer failed
         return "ended before its first chunk (its start failed: the log above says why)"
-    return f"exited with code {code}"
+    return f"exited with code {code} (its error is printed above)"
 
 
 def _start_worker(payload: bytes, parent_pid: int) -> None:

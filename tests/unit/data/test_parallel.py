@@ -134,3 +134,43 @@ def test_auto_uses_every_core_from_the_minimum_on_and_one_below():
     assert resolve_processes(None, PARALLEL_MINIMUM - 1) == 1
     assert resolve_processes(None, PARALLEL_MINIMUM) == usable_cores() == len(os.sched_getaffinity(0))
     assert resolve_processes(3, 10) == 3 and resolve_processes(1, 10 * PARALLEL_MINIMUM) == 1
+
+
+TERMINATED = """
+import sys
+from tests.unit.data.test_parallel import pid_and_chunk
+from textbox.data.parallel import encode_in_order
+
+pids = set()
+for batch in encode_in_order(pid_and_chunk, ([value] for value in range(10**6)), 2, 10**6, "test"):
+    pids.add(batch.pid)
+    if len(pids) == 2:
+        print(*pids, flush=True)
+        sys.stdin.readline()  # the test's SIGTERM comes while this process waits here, the workers busy
+"""
+
+
+def test_the_workers_end_when_the_main_process_is_terminated():
+    """SIGTERM (the default action: no exception, no finally) or SIGKILL of the main process: the kernel ends the
+    workers (textbox.utils.orphans)."""
+    import subprocess
+    import sys
+
+    from tests.helpers import offline_env
+    from tests.conftest import PROJECT_ROOT
+
+    main = subprocess.Popen([sys.executable, "-c", TERMINATED], cwd=PROJECT_ROOT, env=offline_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        with deadline(60):
+            pids = {int(pid) for pid in main.stdout.readline().split()}
+        assert len(pids) == 2 and alive(pids) == pids
+        main.terminate()
+        main.wait(30)
+        ended = time.monotonic() + 10
+        while alive(pids) and time.monotonic() < ended:
+            time.sleep(0.05)
+        assert not alive(pids)
+    finally:
+        main.kill()
+        main.wait()
