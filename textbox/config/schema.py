@@ -280,8 +280,8 @@ class Data:
         None,
         "Processes that tokenise a split, each a contiguous share of the examples joined in order (the same ids "
         "and cache entry whatever their number). None (auto) = the cores this process may use "
-        "(os.sched_getaffinity) for a split of at least 20,000 examples (textbox.data.parallel.PARALLEL_MINIMUM: "
-        "starting the workers costs a few seconds), one process below. Workers are spawned (a script calling "
+        "(os.sched_getaffinity) for a split of at least textbox.data.parallel.PARALLEL_MINIMUM examples (starting "
+        "the workers costs seconds: docs/data.md), one process below. Workers are spawned (a script calling "
         "textbox.run needs the `if __name__ == \"__main__\":` guard). Under accelerate only the main process "
         "tokenises (the others load its cache). Chat-template examples are tokenised in one process.")
 

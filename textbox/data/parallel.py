@@ -40,7 +40,9 @@ Encode = Callable[[Chunk], "pyarrow.RecordBatch"]
 
 START_METHOD = "spawn"  # not fork (see above); forkserver: measured in docs/data.md, and why not it
 IN_FLIGHT_PER_PROCESS = 2  # chunks submitted per worker: one encoding, one queued, so that none waits for work
-PARALLEL_MINIMUM = 20_000  # examples from which num_proc=None uses every core: a worker's start is then paid back
+# Examples from which num_proc=None uses every core: below, starting the workers costs more than they save
+# (measured on 2 cores, with the arithmetic: docs/data.md, "Large corpora").
+PARALLEL_MINIMUM = 50_000
 STOP_GRACE_SECONDS = 2.0  # how long stopped workers may finish the chunk they encode before they are terminated
 
 _WORKER_ENCODE: Callable[..., "pyarrow.RecordBatch"] | None = None  # a worker's encode, set by its initializer
@@ -94,14 +96,12 @@ def _encoded(encode: Encode[Chunk], chunks: Iterable[Chunk], processes: int) -> 
     try:
         submit(IN_FLIGHT_PER_PROCESS * processes)
         while pending:
-            future = pending.popleft()
-            try:
-                batch = future.result()
-            except BrokenProcessPool:
-                raise WorkerDied(_death_message(workers.values())) from None
+            batch = pending.popleft().result()
             submit(1)  # before the batch is handed on: the workers go on while the caller uses it
             yield batch
         finished = True
+    except BrokenProcessPool:  # from a result or from submit, whichever first sees the worker gone
+        raise WorkerDied(_death_message(workers.values())) from None
     finally:
         if finished:
             pool.shutdown(wait=True)

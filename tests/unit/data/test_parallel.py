@@ -156,8 +156,8 @@ def test_the_workers_end_when_the_main_process_is_terminated():
     import subprocess
     import sys
 
-    from tests.helpers import offline_env
     from tests.conftest import PROJECT_ROOT
+    from tests.helpers import offline_env
 
     main = subprocess.Popen([sys.executable, "-c", TERMINATED], cwd=PROJECT_ROOT, env=offline_env(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -1,8 +1,6 @@
 """Tokenisation: prompts kept whole, head/tail truncation, targets keep eos, any tokenizer, the cache."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
