@@ -72,15 +72,19 @@ def encode_in_order(encode: Encode[Chunk], chunks: Iterable[Chunk], processes: i
     progress bar (examples, rate and ETA) counting ``total`` examples. ``chunks`` is read as results come back."""
     from tqdm.auto import tqdm
 
+    unread = iter(chunks)
+    first = list(itertools.islice(unread, 2))  # one chunk alone is encoded here: a worker's start would cost more
+    chunks = itertools.chain(first, unread)
     with tqdm(total=total, desc=desc, unit=" examples", disable=bar_disabled(True)) as bar:
-        for batch in (map(encode, chunks) if processes <= 1 else _encoded(encode, chunks, processes)):
+        for batch in (map(encode, chunks) if processes <= 1 or len(first) < 2 else
+                      _encoded(encode, chunks, processes)):
             bar.update(batch.num_rows)
             yield batch
 
 
 def _encoded(encode: Encode[Chunk], chunks: Iterable[Chunk], processes: int) -> Iterator["pyarrow.RecordBatch"]:
     """The batches of worker processes, in chunk order; at most IN_FLIGHT_PER_PROCESS chunks a process read ahead.
-    Workers are started as chunks come (a split of one chunk starts one)."""
+    Workers are started as chunks are submitted, up to ``processes`` (two chunks start two)."""
     pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context(START_METHOD),
                                initializer=_start_worker, initargs=(pickle.dumps(encode), os.getpid()))
     workers: dict[int, BaseProcess] = {}  # every worker started, to name the one that died and to stop them all

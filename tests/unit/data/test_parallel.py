@@ -123,11 +123,13 @@ def test_workers_end_when_the_caller_is_interrupted():
     assert set(multiprocessing.active_children()) <= children
 
 
-def test_one_process_encodes_here_and_the_environment_is_untouched(monkeypatch):
+def test_one_process_or_one_chunk_is_encoded_here_and_the_environment_is_untouched(monkeypatch):
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
     batches = list(encode_in_order(pid_and_chunk, iter([[1], [2]]), 1, 2, "test"))
     assert {batch.pid for batch in batches} == {os.getpid()}
     assert os.environ["TOKENIZERS_PARALLELISM"] == "true"
+    alone = list(encode_in_order(pid_and_chunk, iter([[1, 2]]), 2, 2, "test"))  # one chunk: no worker started
+    assert [(batch.values, batch.pid) for batch in alone] == [([1, 2], os.getpid())]
 
 
 def test_auto_uses_every_core_from_the_minimum_on_and_one_below():
