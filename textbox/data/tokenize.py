@@ -30,6 +30,7 @@ import hashlib
 import importlib.metadata
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -46,6 +47,7 @@ from textbox.utils.atomic import atomic_directory
 
 if TYPE_CHECKING:
     import datasets
+    import pyarrow
     from transformers import PreTrainedTokenizerBase
 
 CACHE_LAYOUT_VERSION = 3  # bump when the tokenised layout changes, so that older entries stop matching
@@ -172,24 +174,41 @@ def _tokenize(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase, 
         return _tokenize_chat(config, split, tokenizer)
     features = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in COLUMNS})
     schema = features.arrow_schema
-    prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
-    lm_targets = decoder_only(config)
-
-    def encode(chunk: tuple[list[str], list[str]]) -> pyarrow.RecordBatch:
-        sources, targets = chunk
-        input_ids = encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len", prefix, suffix,
-                                  head=head)
-        labels = (encode_lm_targets(tokenizer, targets, config.tgt_len) if lm_targets
-                  else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
-        return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=schema)
-
+    encode = ChunkEncoder(tokenizer, config.src_len, config.tgt_len, config.truncate, config.prefix_prompt or "",
+                          config.suffix_prompt or "", head, decoder_only(config), schema)
     targets = [references[0] for references in split.targets]
     chunks = [(split.sources[start:start + BATCH_SIZE], targets[start:start + BATCH_SIZE])
               for start in range(0, len(split), BATCH_SIZE)]
-    batches = list(encode_in_order(encode, chunks, resolve_processes(config.num_proc), len(split),
+    batches = list(encode_in_order(encode, chunks, resolve_processes(config.num_proc, len(split)), len(split),
                                    f"tokenizing {split.name}"))
     table = pyarrow.Table.from_batches(batches, schema=schema)
     return datasets.Dataset(table, info=datasets.DatasetInfo(features=features), fingerprint=fingerprint)
+
+
+@dataclass(frozen=True)
+class ChunkEncoder:
+    """``input_ids`` and ``labels`` of a chunk (sources, first references) as one Arrow record batch. A class, not a
+    closure, so that it is pickled into the worker processes that tokenise (textbox.data.parallel)."""
+
+    tokenizer: PreTrainedTokenizerBase
+    src_len: int
+    tgt_len: int
+    truncate: str
+    prefix: str
+    suffix: str
+    head: list[int]
+    lm_targets: bool  # a decoder-only model's targets: text + eos (encode_lm_targets)
+    schema: "pyarrow.Schema"
+
+    def __call__(self, chunk: tuple[list[str], list[str]]) -> "pyarrow.RecordBatch":
+        import pyarrow
+
+        sources, targets = chunk
+        input_ids = encode_within(self.tokenizer, sources, self.src_len, self.truncate, "src_len", self.prefix,
+                                  self.suffix, head=self.head)
+        labels = (encode_lm_targets(self.tokenizer, targets, self.tgt_len) if self.lm_targets
+                  else encode_within(self.tokenizer, targets, self.tgt_len, "tail", "tgt_len", target=True))
+        return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=self.schema)
 
 
 def _tokenize_chat(config: Config, split: Split, tokenizer: PreTrainedTokenizerBase) -> "datasets.Dataset":
