@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import ctranslate2  # noqa: F401  before torch, as a run loads it (textbox/pipeline/__init__.py)
+import ctranslate2  # before torch, as a run loads it (textbox/pipeline/__init__.py)
 from common import (CACHE_DIR, DEFAULT_DATA, add_threads_option, framework_config, median, print_json_line,
                     set_threads, write_doc_block)
 
@@ -103,8 +103,6 @@ def direct_decoder(model: Any, tokenizer: Any, inputs: list[list[int]], batch_si
     framework's cached engine; what the framework adds (its loader, the content hash that finds the cached
     conversion, a second search for the hypotheses an early_stopping=True search cut at a forced end token) is not
     done here."""
-    import ctranslate2
-
     from textbox.decoding.ctranslate2_cache import converted_model
     from textbox.decoding.ctranslate2_settings import ctranslate2_call, effective_config
     from textbox.decoding.detokenize import one_line
@@ -271,7 +269,7 @@ def main() -> None:
     inputs = [list(ids) for ids in test["input_ids"]]
     references = [refs[0] for refs in split.targets]
     accelerator = build_accelerator(config, agreed_launch(config))
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory():
         evaluator = Evaluator(config, accelerator, tokenizer, Seq2SeqCollator(tokenizer.pad_token_id))
         # Built once, as the evaluator keeps a split's loader across validations (Evaluator.loader_of) and as the
         # direct decoder gets its inputs once; every decode iterates it (reading and collating the batches).

@@ -277,13 +277,13 @@ class Data:
         ".cache/textbox",
         "Where tokenised splits, trained tokenizers and json/csv/parquet files read by datasets are cached.")
     num_proc: int | None = key(
-        1,
-        "Processes that tokenise the splits, each a contiguous share of the examples joined in order (the same ids "
-        "and cache entry whatever their number); None = the cores this process may use (os.sched_getaffinity). "
-        "Default 1: on 2 cores the fast tokenizer's own threads did as well (docs/data.md), and workers are forked, "
-        "which a process already running many threads (a long-lived Python session) can deadlock. "
-        "Under accelerate only the main process tokenises (the others load its cache). Chat-template examples are "
-        "tokenised in one process.")
+        None,
+        "Processes that tokenise a split, each a contiguous share of the examples joined in order (the same ids "
+        "and cache entry whatever their number). None (auto) = the cores this process may use "
+        "(os.sched_getaffinity) for a split of at least textbox.data.parallel.PARALLEL_MINIMUM examples (starting "
+        "the workers costs seconds: docs/data.md), one process below. Workers are spawned (a script calling "
+        "textbox.run needs the `if __name__ == \"__main__\":` guard). Under accelerate only the main process "
+        "tokenises (the others load its cache). Chat-template examples are tokenised in one process.")
 
 
 # --- model ------------------------------------------------------------------------------------

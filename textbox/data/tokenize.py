@@ -32,6 +32,7 @@ import hashlib
 import importlib.metadata
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, Sequence, overload
 
@@ -200,25 +201,41 @@ def _tokenize(config: Config, split: ReadSplit, tokenizer: PreTrainedTokenizerBa
     read (on ``num_proc`` processes, textbox.data.parallel: the same ids whatever their number), with a progress
     bar."""
     import datasets
-    import pyarrow
 
     names = CHAT_COLUMNS if templated else COLUMNS
     schema = datasets.Features({name: datasets.List(datasets.Value("int32")) for name in names}).arrow_schema
     if templated:
         return schema, _chat_batches(config, split, tokenizer, schema)
-    prefix, suffix = config.prefix_prompt or "", config.suffix_prompt or ""
-    lm_targets = decoder_only(config)
+    encode = ChunkEncoder(tokenizer, config.src_len, config.tgt_len, config.truncate, config.prefix_prompt or "",
+                          config.suffix_prompt or "", head, decoder_only(config), schema)
+    return schema, encode_in_order(encode, _chunks(split), resolve_processes(config.num_proc, len(split)),
+                                   len(split), f"tokenizing {split.name}")
 
-    def encode(chunk: Chunk) -> pyarrow.RecordBatch:
+
+@dataclass(frozen=True)
+class ChunkEncoder:
+    """``input_ids`` and ``labels`` of a chunk (sources, first references) as one Arrow record batch. A class, not a
+    closure, so that it is pickled into the worker processes that tokenise (textbox.data.parallel)."""
+
+    tokenizer: PreTrainedTokenizerBase
+    src_len: int
+    tgt_len: int
+    truncate: str
+    prefix: str
+    suffix: str
+    head: list[int]
+    lm_targets: bool  # a decoder-only model's targets: text + eos (encode_lm_targets)
+    schema: "pyarrow.Schema"
+
+    def __call__(self, chunk: Chunk) -> "pyarrow.RecordBatch":
+        import pyarrow
+
         sources, targets = chunk
-        input_ids = encode_within(tokenizer, sources, config.src_len, config.truncate, "src_len", prefix, suffix,
-                                  head=head)
-        labels = (encode_lm_targets(tokenizer, targets, config.tgt_len) if lm_targets
-                  else encode_within(tokenizer, targets, config.tgt_len, "tail", "tgt_len", target=True))
-        return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=schema)
-
-    processes = min(resolve_processes(config.num_proc), -(-len(split) // BATCH_SIZE))
-    return schema, encode_in_order(encode, _chunks(split), processes, len(split), f"tokenizing {split.name}")
+        input_ids = encode_within(self.tokenizer, sources, self.src_len, self.truncate, "src_len", self.prefix,
+                                  self.suffix, head=self.head)
+        labels = (encode_lm_targets(self.tokenizer, targets, self.tgt_len) if self.lm_targets
+                  else encode_within(self.tokenizer, targets, self.tgt_len, "tail", "tgt_len", target=True))
+        return pyarrow.RecordBatch.from_pydict({"input_ids": input_ids, "labels": labels}, schema=self.schema)
 
 
 def _chunks(split: ReadSplit) -> Iterator[Chunk]:

@@ -1,8 +1,6 @@
 """Tokenisation: prompts kept whole, head/tail truncation, targets keep eos, any tokenizer, the cache."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
@@ -218,12 +216,13 @@ def test_targets_encoded_as_targets_are_the_ids_of_tokenizers_without_target_han
         encode_within(tokenizer, texts, 8, "tail", "tgt_len")
 
 
-def several_processes_check(root: str) -> None:
-    """Run by a fresh interpreter (a fork from the test suite's many-threaded process can deadlock)."""
+def test_several_processes_give_the_ids_and_cache_entry_of_one(tmp_path, monkeypatch):
+    """num_proc=2 splits the examples into chunks encoded by two spawned worker processes and joined in order: the
+    ids of one process, under the same cache key (a run with either reuses the other's entry). (A worker's error is
+    raised as itself: tests/unit/data/test_parallel.py.)"""
     import textbox.data.tokenize
 
-    textbox.data.tokenize.BATCH_SIZE = 3  # 40 examples: 14 chunks
-    tmp_path = Path(root)
+    monkeypatch.setattr(textbox.data.tokenize, "BATCH_SIZE", 3)  # 40 examples: 14 chunks
     words = WORDS[3:]
     sources = [" ".join(words[(i + k) % len(words)] for k in range(i % 9)) for i in range(40)]
     splits = {"train": Split("train", sources, [[source[::-1]] for source in sources])}
@@ -238,27 +237,3 @@ def several_processes_check(root: str) -> None:
     again: list[str] = []
     tokenize_splits(make_config(tmp_path / "one", num_proc=2), splits, tokenizer, log=again.append)
     assert again[0].startswith("loaded tokenized train from cache")
-    textbox.data.tokenize.BATCH_SIZE = 1
-    config = make_config(tmp_path / "error", num_proc=2, src_len=2)
-    try:
-        tokenize_splits(config, {"train": Split("train", ["a", "b c d e"], [["x"], ["y"]])}, word_tokenizer(),
-                        log=print)
-    except ConfigError as error:  # the worker's error, as one process raises it
-        assert error.problems == ["src_len=2 leaves no room for text: 2 tokens are special tokens or prompts, "
-                                  "which are never cut; raise --src_len"], error.problems
-    else:
-        raise AssertionError("no ConfigError")
-    tokenized = tmp_path / "error" / "cache" / "tokenized"
-    assert not tokenized.exists() or not any(tokenized.iterdir())  # nothing written
-    print("ok")
-
-
-def test_several_processes_give_the_ids_cache_entry_and_errors_of_one(tmp_path):
-    """num_proc=2 splits the examples into chunks encoded by two worker processes and joined in order: the ids of
-    one process, under the same cache key (a run with either reuses the other's entry), and a worker's error is the
-    ConfigError one process raises."""
-    from tests.helpers import fresh_python
-
-    done = fresh_python("import sys; from tests.unit.data.test_tokenize import several_processes_check; "
-                        "several_processes_check(sys.argv[1])", str(tmp_path))
-    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
