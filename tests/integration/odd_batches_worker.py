@@ -51,7 +51,7 @@ def main(mode: str, out: Path, cache: Path) -> None:
             from textbox.data.batching import TokenBudgetBatchSampler, column_lengths
 
             lengths = column_lengths(data, "input_ids"), column_lengths(data, "labels")
-            print(f"batches: {len(TokenBudgetBatchSampler(*lengths, config.max_tokens, 0).spans)}")
+            print(f"batches: {TokenBudgetBatchSampler(*lengths, config.max_tokens, 0).real_batches}")
 
 
 if __name__ == "__main__":

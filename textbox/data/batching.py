@@ -50,19 +50,61 @@ def padding_fraction(batches: Sequence[Sequence[int]], source_lengths: np.ndarra
 def _cut_by_budget(source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int,
                    key: str) -> list[tuple[int, int]]:
     """[start, end) spans of consecutive examples, each as long as fits ``max_tokens`` padded tokens."""
-    spans, start, longest_source, longest_target = [], 0, 0, 0
-    for position, (source, target) in enumerate(zip(source_lengths.tolist(), target_lengths.tolist())):
-        if source + target > max_tokens:
-            raise ConfigError([f"--{key}={max_tokens} is smaller than one example of {source} source + {target} "
-                               f"target tokens; raise --{key} to at least src_len + tgt_len"])
-        grown_source, grown_target = max(longest_source, source), max(longest_target, target)
-        if (position - start + 1) * (grown_source + grown_target) > max_tokens:
-            spans.append((start, position))
-            start, grown_source, grown_target = position, source, target
-        longest_source, longest_target = grown_source, grown_target
-    if start < len(source_lengths):
-        spans.append((start, len(source_lengths)))
-    return spans
+    _refuse_too_long(source_lengths, target_lengths, max_tokens, key)
+    if len(source_lengths) == 0:
+        return []
+    # Runs of consecutive examples of equal lengths: a sorted sequence has few of them.
+    changes = np.flatnonzero((np.diff(source_lengths) != 0) | (np.diff(target_lengths) != 0)) + 1
+    firsts = np.concatenate(([0], changes))
+    counts = np.diff(np.concatenate((firsts, [len(source_lengths)])))
+    bounds, _ = _cut_runs(source_lengths[firsts], target_lengths[firsts], counts, max_tokens)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def _refuse_too_long(source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, key: str) -> None:
+    """A ConfigError naming the first example (in this order) that no batch of ``max_tokens`` tokens can hold."""
+    too_long = np.flatnonzero(source_lengths.astype(np.int64) + target_lengths > max_tokens)
+    if len(too_long):
+        source, target = int(source_lengths[too_long[0]]), int(target_lengths[too_long[0]])
+        raise ConfigError([f"--{key}={max_tokens} is smaller than one example of {source} source + {target} "
+                           f"target tokens; raise --{key} to at least src_len + tgt_len"])
+
+
+def _cut_runs(sources: np.ndarray, targets: np.ndarray, counts: np.ndarray,
+              max_tokens: int) -> tuple[np.ndarray, int]:
+    """The greedy budget cut of a sequence given as runs (``counts[i]`` examples of lengths ``sources[i]``,
+    ``targets[i]``; each fits ``max_tokens``): every batch takes consecutive examples while examples x (longest
+    source + longest target) fits. Returns the batch boundaries (batch i is positions bounds[i]:bounds[i + 1])
+    and the padded tokens of all batches.
+
+    The same batches as a walk over every example, at a cost in the number of runs and batches, not examples: a
+    run of equal lengths fills the open batch as far as it fits, then cuts batches of max_tokens // its width."""
+    if len(counts) == 0:
+        return np.zeros(1, dtype=np.int64), 0
+    starts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+    position = size = longest_source = longest_target = padded = 0
+    chunk = 1 << 16  # runs converted to Python ints a chunk at a time: no list as long as the data
+    for offset in range(0, len(counts), chunk):
+        piece = slice(offset, offset + chunk)
+        for source, target, count in zip(sources[piece].tolist(), targets[piece].tolist(), counts[piece].tolist()):
+            grown_source, grown_target = max(longest_source, source), max(longest_target, target)
+            room = count if grown_source + grown_target == 0 else max_tokens // (grown_source + grown_target) - size
+            taken = min(count, max(room, 0))
+            if taken:
+                size, longest_source, longest_target = size + taken, grown_source, grown_target
+            if taken == count:
+                position += count
+                continue
+            padded += size * (longest_source + longest_target)  # the open batch is full: the rest start anew
+            position, count = position + taken, count - taken
+            per_batch = count if source + target == 0 else max_tokens // (source + target)
+            full = (count - 1) // per_batch  # batches of per_batch examples, then one open batch of the rest
+            starts.append(position + per_batch * np.arange(full + 1, dtype=np.int64))
+            padded += full * per_batch * (source + target)
+            size, longest_source, longest_target = count - full * per_batch, source, target
+            position += count
+    padded += size * (longest_source + longest_target)
+    return np.concatenate(starts + [np.array([position], dtype=np.int64)]), padded
 
 
 # Widths of the source-length buckets tried; the one that pads least is kept (see _sort_keys).
@@ -209,21 +251,37 @@ class TokenBudgetBatchSampler:
     shuffles depend only on (seed, epoch), so every process computes the same batches and a resumed run
     skips exactly the batches it had trained on. The order lives in ``self.sampler`` because accelerate's
     per-process wrapper forwards ``set_epoch`` to ``batch_sampler.sampler``.
+
+    The cut is made once, on the distinct (source, target) lengths and their counts: every epoch's order has the
+    same sequence of lengths, so the batches are the same positions of it (``bounds``). Beyond the lengths
+    themselves it keeps 8 bytes a batch; each epoch's order is one numpy array, its batches made as drawn.
     """
 
     def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, max_tokens: int, seed: int,
                  num_processes: int = 1):
         source_lengths, target_lengths = np.asarray(source_lengths), np.asarray(target_lengths)
         self.num_processes = num_processes
+        sources, targets, counts = _length_counts(source_lengths, target_lengths)
         least_padded = None
         for width in BUCKET_WIDTHS:
-            order = np.lexsort(_sort_keys(source_lengths, target_lengths, width))
-            # Every epoch's order has this same sequence of lengths, so these spans fit every epoch.
-            spans = _cut_by_budget(source_lengths[order], target_lengths[order], max_tokens, "max_tokens")
-            padded = _padded_tokens(source_lengths[order], target_lengths[order], spans)
+            walk = np.lexsort(_sort_keys(sources, targets, width))  # the runs of lengths in this width's order
+            _refuse_too_long(sources[walk], targets[walk], max_tokens, "max_tokens")
+            bounds, padded = _cut_runs(sources[walk], targets[walk], counts[walk], max_tokens)
             if least_padded is None or padded < least_padded:
-                least_padded, self.spans, chosen = padded, spans, width
+                least_padded, self.bounds, chosen = padded, bounds, width
+        self.padded_tokens = least_padded or 0
+        self.real_tokens = int(np.sum(counts * (sources.astype(np.int64) + targets)))
         self.sampler = LengthSortedOrder(source_lengths, target_lengths, seed, chosen)
+
+    @property
+    def real_batches(self) -> int:
+        """Batches per epoch before the fillers that round them up to a multiple of num_processes."""
+        return len(self.bounds) - 1
+
+    def padding_fraction(self) -> float:
+        """Share of the padded tokens of an epoch's batches (fillers aside) that are padding: the same in every
+        epoch, and equal to ``padding_fraction(self.batches()[:self.real_batches], ...)`` without making them."""
+        return 1.0 - self.real_tokens / max(self.padded_tokens, 1)
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
@@ -235,19 +293,34 @@ class TokenBudgetBatchSampler:
     def __iter__(self) -> Iterator[list[int]]:
         rng = self.sampler.rng()
         order = self.sampler.sorted_indices(rng)
-        batches = (order[start:end].tolist() for start, end in (self.spans[i] for i in rng.permutation(len(self.spans))))
-        return _rounded_up(batches, len(self.spans), len(self.sampler), self.num_processes)
+        bounds = self.bounds
+        batches = (order[bounds[i]:bounds[i + 1]].tolist() for i in rng.permutation(self.real_batches))
+        return _rounded_up(batches, self.real_batches, len(self.sampler), self.num_processes)
 
     def __len__(self) -> int:
-        return len(self.spans) + (-len(self.spans) % self.num_processes)
+        return self.real_batches + (-self.real_batches % self.num_processes)
 
 
-def _padded_tokens(source_lengths: np.ndarray, target_lengths: np.ndarray, spans: list[tuple[int, int]]) -> int:
-    """Padded tokens of consecutive-example batches given as [start, end) spans."""
-    starts = np.array([start for start, _ in spans])
-    sizes = np.array([end - start for start, end in spans])
-    longest = np.maximum.reduceat(source_lengths, starts) + np.maximum.reduceat(target_lengths, starts)
-    return int((sizes * longest).sum())
+def _length_counts(source_lengths: np.ndarray,
+                   target_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (source, target) lengths and how many examples have each: a few thousand pairs, usually, for
+    millions of examples. Counted a chunk of examples at a time, so that no per-example array is made."""
+    if len(source_lengths) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    columns = int(target_lengths.max()) + 1
+    cells = (int(source_lengths.max()) + 1) * columns
+    if cells > max(1 << 20, len(source_lengths)):  # too many possible pairs for a table: count the ones there are
+        pairs, counts = np.unique(source_lengths.astype(np.int64) * columns + target_lengths, return_counts=True)
+    else:
+        table = np.zeros(cells, dtype=np.int64)
+        chunk = 1 << 20
+        for start in range(0, len(source_lengths), chunk):
+            pair = source_lengths[start:start + chunk].astype(np.int64) * columns + target_lengths[start:start + chunk]
+            table += np.bincount(pair, minlength=cells)
+        pairs = np.flatnonzero(table)
+        counts = table[pairs]
+    return pairs // columns, pairs % columns, counts
 
 
 class LengthSortedBatchSampler:

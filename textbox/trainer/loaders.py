@@ -35,14 +35,13 @@ def train_loader(config: Config, accelerator: Accelerator, data: datasets.Datase
                  log: Callable[[str], None]) -> EpochBatches:
     """Batches of train_batch_size examples, or token-budget batches (max_tokens), every process getting as many
     (rounded up with fillers that train nothing: textbox.data.batching), whatever the number of examples."""
-    from textbox.data.batching import TokenBudgetBatchSampler, TrainExamples, column_lengths, padding_fraction
+    from textbox.data.batching import TokenBudgetBatchSampler, TrainExamples
 
     batches = batch_sampler(config, data, accelerator.num_processes)
     if isinstance(batches, TokenBudgetBatchSampler):
-        sources, targets = column_lengths(data, "input_ids"), column_lengths(data, "labels")
-        real = len(batches.spans)
-        log(f"max_tokens={config.max_tokens}: {real} batches per epoch of {len(data) / real:.1f} examples on "
-            f"average, {padding_fraction(batches.batches()[:real], sources, targets):.1%} of their tokens padding")
+        real = batches.real_batches
+        log(f"max_tokens={config.max_tokens}: {real} batches per epoch of {len(data) / max(real, 1):.1f} examples "
+            f"on average, {batches.padding_fraction():.1%} of their tokens padding")
     # Its own generator: creating an epoch iterator (worker seeds) must not draw from the global RNG (dropout),
     # or a resumed run would diverge from an uninterrupted one.
     generator = torch.Generator().manual_seed(config.seed)
