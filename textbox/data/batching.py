@@ -214,15 +214,14 @@ class TrainExamples:
 
 
 class LengthSortedOrder(Sampler[int]):
-    """Example indices in _sort_keys order; examples of equal lengths are shuffled anew for every (seed, epoch).
-    The sequence of lengths, hence the batch boundaries, is the same every epoch."""
+    """Example indices in _sort_keys order (bucket ``width``); examples of equal lengths are shuffled anew for every
+    (seed, epoch). The sequence of lengths, hence the batch boundaries, is the same every epoch.
 
-    def __init__(self, source_lengths: np.ndarray, target_lengths: np.ndarray, seed: int, width: int):
-        self.source_lengths = np.asarray(source_lengths)
-        self.target_lengths = np.asarray(target_lengths)
-        self.seed = seed
-        self.width = width
-        self.epoch = 0
+    ``places[i]`` is the place of example i's (source, target) lengths in the walk (see _walk_places): a stable
+    sort of the shuffled examples by it is the lexsort of their lengths' keys, without three keys per example."""
+
+    def __init__(self, places: np.ndarray, seed: int, width: int):
+        self.places, self.seed, self.width, self.epoch = places, seed, width, 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -232,16 +231,16 @@ class LengthSortedOrder(Sampler[int]):
         return np.random.default_rng((self.seed, self.epoch))
 
     def sorted_indices(self, rng: np.random.Generator) -> np.ndarray:
-        shuffled = rng.permutation(len(self.source_lengths))
-        # lexsort is stable: within one (source, target) length the shuffled order survives.
-        keys = _sort_keys(self.source_lengths[shuffled], self.target_lengths[shuffled], self.width)
-        return shuffled[np.lexsort(keys)]
+        # The permutation of an int32 range is rng.permutation(count)'s, in half the memory.
+        shuffled = rng.permutation(np.arange(len(self.places), dtype=np.int32))
+        # A stable sort: within one (source, target) length the shuffled order survives.
+        return shuffled[np.argsort(self.places[shuffled], kind="stable")]
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.sorted_indices(self.rng()).tolist())
 
     def __len__(self) -> int:
-        return len(self.source_lengths)
+        return len(self.places)
 
 
 class TokenBudgetBatchSampler:
@@ -268,10 +267,11 @@ class TokenBudgetBatchSampler:
             _refuse_too_long(sources[walk], targets[walk], max_tokens, "max_tokens")
             bounds, padded = _cut_runs(sources[walk], targets[walk], counts[walk], max_tokens)
             if least_padded is None or padded < least_padded:
-                least_padded, self.bounds, chosen = padded, bounds, width
+                least_padded, self.bounds, chosen, chosen_walk = padded, bounds, width, walk
         self.padded_tokens = least_padded or 0
         self.real_tokens = int(np.sum(counts * (sources.astype(np.int64) + targets)))
-        self.sampler = LengthSortedOrder(source_lengths, target_lengths, seed, chosen)
+        places = _walk_places(source_lengths, target_lengths, sources, targets, chosen_walk)
+        self.sampler = LengthSortedOrder(places, seed, chosen)
 
     @property
     def real_batches(self) -> int:
@@ -303,24 +303,48 @@ class TokenBudgetBatchSampler:
 
 def _length_counts(source_lengths: np.ndarray,
                    target_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (source, target) lengths and how many examples have each: a few thousand pairs, usually, for
-    millions of examples. Counted a chunk of examples at a time, so that no per-example array is made."""
+    """The distinct (source, target) lengths, sorted by source then target, and how many examples have each: a few
+    thousand pairs, usually, for millions of examples. Counted in a table a chunk of examples at a time (no
+    per-example array), unless the lengths span too many possible pairs for one."""
     if len(source_lengths) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
     columns = int(target_lengths.max()) + 1
     cells = (int(source_lengths.max()) + 1) * columns
     if cells > max(1 << 20, len(source_lengths)):  # too many possible pairs for a table: count the ones there are
-        pairs, counts = np.unique(source_lengths.astype(np.int64) * columns + target_lengths, return_counts=True)
+        pairs, counts = np.unique(_pair_codes(source_lengths, target_lengths, columns), return_counts=True)
     else:
         table = np.zeros(cells, dtype=np.int64)
-        chunk = 1 << 20
+        chunk = 1 << 18
         for start in range(0, len(source_lengths), chunk):
-            pair = source_lengths[start:start + chunk].astype(np.int64) * columns + target_lengths[start:start + chunk]
-            table += np.bincount(pair, minlength=cells)
+            piece = slice(start, start + chunk)
+            table += np.bincount(_pair_codes(source_lengths[piece], target_lengths[piece], columns), minlength=cells)
         pairs = np.flatnonzero(table)
         counts = table[pairs]
     return pairs // columns, pairs % columns, counts
+
+
+def _walk_places(source_lengths: np.ndarray, target_lengths: np.ndarray, sources: np.ndarray, targets: np.ndarray,
+                 walk: np.ndarray) -> np.ndarray:
+    """For every example, the place of its lengths in ``walk`` (an order of the distinct lengths ``sources``,
+    ``targets`` of _length_counts, which come sorted by source then target): 2 bytes an example below 32768
+    distinct lengths. Made a chunk of examples at a time."""
+    place_of_pair = np.empty(len(walk), dtype=np.int16 if len(walk) < 1 << 15 else np.int32)
+    place_of_pair[walk] = np.arange(len(walk))
+    columns = int(targets.max()) + 1 if len(targets) else 1
+    pairs = _pair_codes(sources, targets, columns)
+    places = np.empty(len(source_lengths), dtype=place_of_pair.dtype)
+    chunk = 1 << 18
+    for start in range(0, len(source_lengths), chunk):
+        piece = slice(start, start + chunk)
+        places[piece] = place_of_pair[np.searchsorted(pairs, _pair_codes(source_lengths[piece], target_lengths[piece],
+                                                                         columns))]
+    return places
+
+
+def _pair_codes(source_lengths: np.ndarray, target_lengths: np.ndarray, columns: int) -> np.ndarray:
+    """One int64 per (source, target) length, ordered as the pairs (target lengths below ``columns``)."""
+    return source_lengths.astype(np.int64) * columns + target_lengths
 
 
 class LengthSortedBatchSampler:

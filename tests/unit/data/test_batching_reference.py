@@ -99,3 +99,18 @@ def test_the_too_long_example_named_is_the_one_the_walk_met_first():
     with pytest.raises(ConfigError) as refused:
         TokenBudgetBatchSampler(sources, targets, 90, seed=0)
     assert str(refused.value) == str(expected.value)
+
+
+def test_many_distinct_lengths_give_the_same_batches():
+    """Over 2**15 distinct (source, target) lengths and too many possible ones for a table of counts."""
+    rng = np.random.default_rng(7)
+    sources, targets = rng.integers(0, 5000, 36000), rng.integers(0, 3000, 36000)
+    sampler = TokenBudgetBatchSampler(sources, targets, 9000, seed=2, num_processes=2)
+    sampler.set_epoch(1)
+    expected, fraction = _reference_batches(sources, targets, 9000, 2, 1, 2)
+    assert sampler.batches() == expected and sampler.padding_fraction() == fraction
+
+
+def test_no_examples_no_batches():
+    sampler = TokenBudgetBatchSampler(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 64, seed=0)
+    assert sampler.batches() == [] and len(sampler) == sampler.real_batches == 0
