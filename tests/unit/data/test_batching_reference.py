@@ -114,3 +114,21 @@ def test_many_distinct_lengths_give_the_same_batches():
 def test_no_examples_no_batches():
     sampler = TokenBudgetBatchSampler(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 64, seed=0)
     assert sampler.batches() == [] and len(sampler) == sampler.real_batches == 0
+
+
+def test_the_trainer_logs_the_padding_of_the_epochs_batches():
+    """The --max_tokens log line's figure, computed from the cut, is that of the batches the epoch trains on."""
+    import datasets
+    from accelerate import Accelerator
+
+    from textbox.config.loader import Config
+    from textbox.config.schema import DEFAULTS
+    from textbox.trainer.loaders import train_loader
+
+    sources, targets = _random_lengths("dense", 300, 3)
+    data = datasets.Dataset.from_dict({"input_ids": [[5] * n for n in sources], "labels": [[6] * n for n in targets]})
+    lines: list[str] = []
+    train_loader(Config({**DEFAULTS, "max_tokens": 400}), Accelerator(cpu=True), data, list, lines.append)
+    batches = TokenBudgetBatchSampler(sources, targets, 400, seed=DEFAULTS["seed"]).batches()
+    assert lines == [f"max_tokens=400: {len(batches)} batches per epoch of {300 / len(batches):.1f} examples on "
+                     f"average, {padding_fraction(batches, sources, targets):.1%} of their tokens padding"]
