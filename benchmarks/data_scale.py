@@ -246,6 +246,9 @@ class Bench:
                 "cpu_s": round(measured.cpu_s, 2), "peak_rss_bytes": measured.peak_rss_bytes,
                 "peak_processes": measured.peak_processes,
                 "first_step_s": None if first_step is None else round(first_step - measured.started, 2),
+                "peak_rss_to_first_step_bytes": (None if first_step is None else
+                                                 measured.peak_before(first_step - measured.started)),
+                "peak_anonymous_bytes": measured.peak_before(None, anonymous=True),
                 "load_before": list(load_before), "load_after": list(os.getloadavg()),
                 **({"cgroup": measured.cgroup} if measured.cgroup else {})}
 
@@ -299,7 +302,10 @@ def render(rows: list[dict[str, Any]]) -> str:
              "(peer, `benchmarks/data_scale_peer.py`: `tokenizers` BPE on every text, `datasets.load_dataset('text')` "
              "+ `.map(batched=True, num_proc=2)`, a plain torch loop) on multi30k's pairs repeated and shuffled. "
              "Wall and CPU time (user + system of the whole process tree), peak RSS (the largest sum over the live "
-             "tree, sampled every 0.2 s; processes at that peak in brackets), first step: wall time from the "
+             "tree, sampled every 0.2 s; processes at that peak in brackets), RSS to first step (the same, over the "
+             "samples before the first step ended), anonymous peak (RSS less file-backed and shared pages: the "
+             "memory-mapped cache's pages a run reads count in RSS as clean page cache, not as memory the run "
+             "holds), first step: wall time from the "
              "process' start to the end of its first optimiser step as the run logged it. Load: the 1-minute "
              "load average before and after the row (the machine may be shared: read the ratios).", ""]
     invocations: dict[str, list[dict[str, Any]]] = {}
@@ -317,12 +323,13 @@ def invocation_table(rows: list[dict[str, Any]]) -> list[str]:
              + (f", ours with `{head['ours_args']}`" if head["ours_args"] else "") + ":", ""]
     measured = [row for row in rows if "cgroup" not in row]
     if measured:
-        lines += ["| pairs | run | system | wall | CPU | peak RSS | first step | load | ours/peer wall, CPU, RSS, "
-                  "first step |", "|---:|---|---|---:|---:|---:|---:|---|---|"]
+        lines += ["| pairs | run | system | wall | CPU | peak RSS | RSS to first step | anonymous peak | first step | "
+                  "load | ours/peer wall, CPU, RSS, first step |", "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
         for row in measured:
             lines.append(f"| {row['pairs']:,} | {row['run']} | {row['system']} | {cell(row, 'wall_s')} | "
                          f"{cell(row, 'cpu_s')} | {gb(row['peak_rss_bytes'])} ({row['peak_processes']}) | "
-                         f"{cell(row, 'first_step_s')} | {row['load_before'][0]:.1f}-{row['load_after'][0]:.1f} | "
+                         f"{optional_gb(row, 'peak_rss_to_first_step_bytes')} | "
+                         f"{optional_gb(row, 'peak_anonymous_bytes')} | {cell(row, 'first_step_s')} | {row['load_before'][0]:.1f}-{row['load_after'][0]:.1f} | "
                          f"{ratios(row, measured)} |")
         lines.append("")
     for row in rows:
@@ -340,6 +347,11 @@ def invocation_table(rows: list[dict[str, Any]]) -> list[str]:
                       f"charged to other cgroups); load {row['load_before'][0]:.1f}-{row['load_after'][0]:.1f}.",
                       ""]
     return lines
+
+
+def optional_gb(row: dict[str, Any], key: str) -> str:
+    """A memory figure that rows from before it was measured lack."""
+    return "–" if row.get(key) is None else gb(row[key])
 
 
 def cell(row: dict[str, Any], key: str) -> str:

@@ -6,7 +6,9 @@ it starts (tokenising workers count), optionally under a memory cgroup (cgroup v
   init without being waited for is not counted.
 - Peak RSS: the largest sum of the resident memory of the command and all its live descendants, sampled with psutil
   every ``interval`` seconds (pages shared between a parent and its forked workers count once per process, as `ps`
-  shows them; a peak shorter than the interval can be missed).
+  shows them; a peak shorter than the interval can be missed). Every sample is kept, with the tree's anonymous
+  memory beside it (RSS less the file-backed and shared pages, psutil's ``shared``): a memory-mapped cache's pages
+  that a run reads count in RSS but are clean page cache the kernel takes back, not memory the run holds.
 """
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ class Measured:
     peak_rss_bytes: int
     peak_processes: int  # processes in the tree at the peak
     cgroup: dict[str, Any] = field(default_factory=dict)  # the memory cgroup's figures, when run under one
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds from start, RSS, anonymous)
+
+    def peak_before(self, seconds: float | None, anonymous: bool = False) -> int | None:
+        """The largest sample (RSS, or anonymous memory) taken before ``seconds`` from the start (None: all)."""
+        chosen = [(memory if anonymous else rss) for taken, rss, memory in self.samples
+                  if seconds is None or taken < seconds]
+        return max(chosen) if chosen else None
 
 
 def measure(command: list[str], env: dict[str, str], output: Path, interval: float = 0.2,
@@ -41,6 +50,7 @@ def measure(command: list[str], env: dict[str, str], output: Path, interval: flo
     cgroup = MemoryCgroup(memory_limit) if memory_limit is not None else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     peak_rss, peak_processes = 0, 0
+    samples: list[tuple[float, int, int]] = []
     try:
         with open(output, "w", encoding="utf-8") as log:
             started, clock = time.time(), time.perf_counter()
@@ -48,7 +58,8 @@ def measure(command: list[str], env: dict[str, str], output: Path, interval: flo
                                        preexec_fn=cgroup.join if cgroup else None)
             root = psutil.Process(process.pid)
             while process.poll() is None:
-                rss, processes = _tree_rss(root)
+                rss, anonymous, processes = _tree_rss(root)
+                samples.append((time.perf_counter() - clock, rss, anonymous))
                 if rss > peak_rss:
                     peak_rss, peak_processes = rss, processes
                 time.sleep(interval)
@@ -59,26 +70,28 @@ def measure(command: list[str], env: dict[str, str], output: Path, interval: flo
     finally:
         if cgroup:
             cgroup.remove()
-    return Measured(process.returncode, started, wall, cpu, peak_rss, peak_processes, figures)
+    return Measured(process.returncode, started, wall, cpu, peak_rss, peak_processes, figures, samples)
 
 
-def _tree_rss(root: Any) -> tuple[int, int]:
-    """The summed RSS of ``root`` and its live descendants, and how many there are (processes that end while
-    being read are skipped)."""
+def _tree_rss(root: Any) -> tuple[int, int, int]:
+    """The summed RSS and anonymous memory (RSS less shared and file-backed pages) of ``root`` and its live
+    descendants, and how many there are (processes that end while being read are skipped)."""
     import psutil
 
-    total, count = 0, 0
+    total, anonymous, count = 0, 0, 0
     try:
         members = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0, 0
+        return 0, 0, 0
     for member in members:
         try:
-            total += member.memory_info().rss
+            memory = member.memory_info()
+            total += memory.rss
+            anonymous += memory.rss - getattr(memory, "shared", 0)
             count += 1
         except psutil.Error:
             continue
-    return total, count
+    return total, anonymous, count
 
 
 class CgroupUnavailable(Exception):
