@@ -310,8 +310,8 @@ class Model:
         1_000_000,
         "For model=transformer and rnn/gru/lstm without tokenizer_path: the new BPE is trained on at most this many "
         "texts (sources and targets of the training split), drawn uniformly, seeded by --seed (as sentencepiece's "
-        "input_sentence_size); the texts drawn name its cache entry. A smaller corpus is used whole; None = always "
-        "the whole corpus.")
+        "input_sentence_size); the texts drawn name its cache entry (a streamed plain train split's entry: its files' "
+        "checksums, this size and the seed). A smaller corpus is used whole; None = always the whole corpus.")
     tokenizer_path: str | None = key(
         None,
         "A saved tokenizer (hub id or directory) that model=transformer or rnn/gru/lstm uses instead of training a "
