@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -44,6 +45,7 @@ IN_FLIGHT_PER_PROCESS = 2  # chunks submitted per worker: one encoding, one queu
 # (measured on 2 cores, with the arithmetic: docs/data.md, "Large corpora").
 PARALLEL_MINIMUM = 50_000
 STOP_GRACE_SECONDS = 2.0  # how long stopped workers may finish the chunk they encode before they are terminated
+DEATH_REPORT_SECONDS = 10.0  # how long the report of a dead worker waits for the workers' exit codes (a loaded machine)
 
 _WORKER_ENCODE: Callable[..., "pyarrow.RecordBatch"] | None = None  # a worker's encode, set by its initializer
 
@@ -126,12 +128,22 @@ def _stop(pool: ProcessPoolExecutor, workers: list[BaseProcess]) -> None:
 
 def _death_message(workers: Iterable[BaseProcess]) -> str:
     """Which worker ended and how: SIGKILL is what the kernel's out-of-memory killer sends."""
-    for worker in workers:
-        worker.join(1.0)  # the pool ends the others (SIGTERM) once it sees one gone; the killed one is already dead
-    deaths = [(worker.pid, worker.exitcode) for worker in workers if worker.exitcode not in (0, -signal.SIGTERM)]
+    deadline = time.monotonic() + DEATH_REPORT_SECONDS
+    codes = [(worker.pid, _exit_code(worker, deadline)) for worker in workers]
+    deaths = [(pid, code) for pid, code in codes if code not in (0, -signal.SIGTERM, None)]
     how = ", ".join(f"pid {pid} {_exit_description(code)}" for pid, code in deaths) or "a worker ended early"
     return (f"a tokenising worker process ended without its result ({how}); if memory ran out, tokenise on fewer "
             f"processes (--num_proc=1) or free memory, then run again")
+
+
+def _exit_code(worker: BaseProcess, deadline: float) -> int | None:
+    """``worker``'s exit code once it has ended, by ``deadline`` (None: still running). The pool ends the others
+    (SIGTERM) once it sees one gone, and its own thread may reap a worker at the same time as this one asks: the code
+    then shows up a moment later, so it is polled for, not read once."""
+    worker.join(max(0.0, deadline - time.monotonic()))
+    while worker.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return worker.exitcode
 
 
 def _exit_description(code: int | None) -> str:
