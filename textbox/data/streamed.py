@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -49,7 +48,7 @@ class StreamedSplit:
     @property
     def digest(self) -> str:
         """Names the split's content: both files' checksums (their lines were checked when first read)."""
-        files = [_checksum(self.source_path), _checksum(self.target_path)]
+        files = [file_checksum(self.source_path), file_checksum(self.target_path)]
         return hashlib.sha256(json.dumps(files).encode("utf-8")).hexdigest()[:32]
 
     def examples(self) -> Iterator[tuple[str, str]]:
@@ -108,14 +107,3 @@ class StreamedSplit:
 
 
 ReadSplit = Split | StreamedSplit  # what textbox.data.readers.read_splits may return for a split
-
-_checksums: dict[tuple[str, int, int, int, int], str] = {}  # (path, inode, size, mtime, ctime) -> its checksum
-
-
-def _checksum(path: Path) -> str:
-    """``file_checksum(path)``, once per unchanged file in this process (any write changes its ctime)."""
-    found = os.stat(path)
-    stamp = (str(path), found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-    if stamp not in _checksums:
-        _checksums[stamp] = file_checksum(path)
-    return _checksums[stamp]

@@ -58,22 +58,26 @@ def damage_of(directory: Path, record: str) -> str | None:
         found = path.stat()
         if found.st_size != size:
             return f"{name} has {found.st_size} bytes, {size} were written"
-        stamp = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-        if _intact.get(str(path)) == stamp:
-            continue
         if file_checksum(path) != checksums.get(name):
             return f"{name} does not hold the bytes written: its checksum differs"
-        _intact[str(path)] = stamp
     return None
 
 
-# The files this process found intact, with their (inode, size, mtime, ctime) then.
-_intact: dict[str, tuple[int, int, int, int]] = {}
+# Checksums this process computed, by (path, inode, size, mtime, ctime): any write changes the ctime.
+_known: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def file_checksum(path: Path) -> str:
     """XXH3-128 of a file's bytes, read in chunks (at memory speed: a file in the page cache costs little next to
-    loading it)."""
+    loading it); once per unchanged file in this process."""
+    found = os.stat(path)
+    stamp = (str(path), found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    if stamp not in _known:
+        _known[stamp] = _hashed(path)
+    return _known[stamp]
+
+
+def _hashed(path: Path) -> str:
     import xxhash
 
     digest = xxhash.xxh3_128()

@@ -16,8 +16,8 @@ def test_a_file_overwritten_in_place_is_found_even_with_its_modification_time_pu
     assert checksums.damage_of(entry, "record.json") is None
 
     hashed: list[str] = []
-    real = checksums.file_checksum
-    monkeypatch.setattr(checksums, "file_checksum", lambda path: hashed.append(path.name) or real(path))
+    real = checksums._hashed
+    monkeypatch.setattr(checksums, "_hashed", lambda path: hashed.append(path.name) or real(path))
     assert checksums.damage_of(entry, "record.json") is None and hashed == []  # unchanged files: not hashed again
 
     weights = entry / "weights.bin"
